@@ -1,0 +1,156 @@
+"""Training configuration: defaults, YAML files, `--set KEY=VALUE` overrides and validation.
+
+Keys are flat (`lr`, `batch_size`, ...), except the PushT wrapper's options, which live in the
+`env:` section of a YAML file and are overridden with dotted keys (`--set env.step_cost=0.5`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
+
+
+class ConfigError(ValueError):
+    """A config problem, phrased as one line that says what is wrong and how to fix it."""
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    env_id: str = PUSHT_ENV_ID
+    episodes: int = 3000
+    max_env_steps: int = 0  # 0 = no cap
+    start_steps: int = 5000  # uniform random actions before the policy acts
+    update_after: int = 5000  # env steps before the first gradient update
+    update_every: int = 1  # env steps between update rounds
+    num_updates: int = 1  # gradient steps per round
+    batch_size: int = 256
+    buffer_size: int = 1_000_000
+    hidden_dim: int = 256
+    lr: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+    grad_clip: float = 1.0  # 0 disables
+    reward_scale: float = 0.01
+    target_entropy: float | None = None  # None: −|A|
+    init_alpha: float = 1.0
+    layer_norm: bool = False
+    checkpoint_every: int = 100  # episodes
+    keep_checkpoints: int = 3
+    checkpoint_dir: str = "checkpoints"
+    log_dir: str = "logs"
+    log_every: int = 100  # gradient updates between loss/Q/α scalars
+    eval_every: int = 10_000  # env steps; 0 disables
+    eval_episodes: int = 10
+    device: str = "cpu"
+    threads: int = 0  # torch intra-op threads; 0 keeps torch's default
+    env: PushTOptions = field(default_factory=PushTOptions)
+
+    def validate(self) -> None:
+        positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "hidden_dim",
+                    "checkpoint_every", "keep_checkpoints", "log_every"]
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ["max_env_steps", "start_steps", "update_after", "eval_every", "eval_episodes", "threads",
+                     "grad_clip"]:
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ["lr", "reward_scale", "init_alpha"]:
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ConfigError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
+        if self.buffer_size < self.batch_size:
+            raise ConfigError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        try:
+            self.env.validate()
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _coerce(key: str, value: Any, annotation: Any) -> Any:
+    """Check `value` against a field's type; ints pass as floats, numeric strings as numbers.
+
+    (YAML 1.1 reads `1e-3` as a string, so a float field also accepts what `float()` parses.)
+    """
+    kind = annotation if isinstance(annotation, str) else annotation.__name__
+    if kind == "float | None" and value is None:
+        return None
+    wrong = ConfigError(f"{key} expects {kind.replace(' | None', ' or null')}, got {value!r}")
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise wrong
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise wrong
+        return value
+    if isinstance(value, bool):
+        raise wrong
+    if kind == "int":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise wrong
+        return value
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise wrong from None
+    if result != result or result in (float("inf"), float("-inf")):
+        raise wrong
+    return result
+
+
+def _apply(target: Any, key: str, value: Any, prefix: str = "") -> None:
+    fields = {f.name: f for f in dataclasses.fields(target)}
+    if key not in fields:
+        raise ConfigError(f"unknown config key {prefix + key!r}; known keys: {', '.join(sorted(fields))}")
+    if dataclasses.is_dataclass(getattr(target, key)):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{prefix + key} must be a mapping of options, got {value!r}")
+        for sub_key, sub_value in value.items():
+            _apply(getattr(target, key), str(sub_key), sub_value, prefix=f"{prefix}{key}.")
+        return
+    setattr(target, key, _coerce(prefix + key, value, fields[key].type))
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Defaults, then the YAML file (if any), then `KEY=VALUE` overrides; validated."""
+    config = TrainConfig()
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist; pass an existing YAML file to --config")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config file {str(path)!r} is not valid YAML ({str(err).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys to values")
+        for key, value in data.items():
+            _apply(config, str(key), value)
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        value = yaml.safe_load(raw) if raw else ""
+        head, _, tail = key.partition(".")
+        _apply(config, head, {tail: value} if tail else value)
+    config.validate()
+    return config

@@ -1,0 +1,183 @@
+"""PushT for SAC: normalised observations, actions in [-1, 1], optional training reward terms.
+
+Observation (`features="seed"`, 6 dims), every entry in [-1, 1]:
+    agent x, y and block x, y as p / 256 − 1 (the board spans [0, 512]);
+    sin θ, cos θ of the block angle θ (continuous where the raw angle wraps at 2π).
+`features="rich"` appends (24 dims in all):
+    agent velocity v / 2000 clipped to [-1, 1] (the PD controller's momentum, hidden in the state);
+    the block's 8 keypoints minus the goal pose's 8 keypoints, / 512, in (x, y) pairs.
+Action: a ∈ [-1, 1]² → PD target 256·(a + 1) ∈ [0, 512]².
+
+Training reward = raw − step_cost + success_bonus·[success] + potential shaping
+    F = γ Φ(s') − Φ(s),  Φ = −(w_kp · mean keypoint distance to goal + w_ab · agent-to-block distance) / 512.
+`info` always carries the untouched `raw_reward`, `coverage` and `is_success`; the defaults add
+nothing, so the seed configuration trains on the raw reward.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from sac.utils import scale_to_range, scale_to_unit
+
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+PUSHT_ENV_ID = "gym_pusht/PushT-v0"
+BOARD_SIZE = 512.0
+VELOCITY_SCALE = 2000.0
+MAX_EPISODE_STEPS = 300
+FEATURE_SETS = ("seed", "rich")
+
+
+@dataclass
+class PushTOptions:
+    """Wrapper options (config section `env`); none of them changes what evaluation measures."""
+
+    features: str = "seed"
+    step_cost: float = 0.0
+    success_bonus: float = 0.0
+    shaping_keypoints: float = 0.0
+    shaping_agent_block: float = 0.0
+    shaping_gamma: float = 0.99  # γ of the potential-based term; train.py sets it to the agent's γ
+    goal_start_prob: float = 0.0  # training curriculum: chance to start with the block near the goal
+    goal_start_position_noise: float = 40.0  # px
+    goal_start_angle_noise: float = 0.6  # rad
+
+    def validate(self) -> None:
+        if self.features not in FEATURE_SETS:
+            raise ValueError(f"env.features must be one of {FEATURE_SETS}, got {self.features!r}")
+        if not 0.0 <= self.goal_start_prob <= 1.0:
+            raise ValueError(f"env.goal_start_prob must be in [0, 1], got {self.goal_start_prob}")
+        if not 0.0 <= self.shaping_gamma <= 1.0:
+            raise ValueError(f"env.shaping_gamma must be in [0, 1], got {self.shaping_gamma}")
+
+
+def block_keypoints(pusht: gym.Env) -> np.ndarray:
+    """The block's 8 corner keypoints in env units, shape (8, 2)."""
+    return pusht.get_keypoints(pusht._block_shapes)
+
+
+def _rotation(angle: float) -> np.ndarray:
+    return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+
+
+def goal_keypoints(pusht: gym.Env) -> np.ndarray:
+    """The 8 keypoints of the block at the goal pose (the pose the coverage is measured against)."""
+    local = np.array([tuple(v) for shape in pusht._block_shapes for v in shape.get_vertices()])
+    goal = pusht.goal_pose
+    return local @ _rotation(goal[2]).T + goal[:2]
+
+
+def reset_state_for_pose(pusht: gym.Env, agent: np.ndarray, block_xy: np.ndarray, angle: float) -> np.ndarray:
+    """The `reset_to_state` vector that leaves the block's origin at `block_xy` with `angle`.
+
+    The env sets the position first and then the angle, which turns the block about its centre of
+    gravity c and moves its origin; pre-compensating by R(angle)·c − c undoes that.
+    """
+    cog = np.asarray(pusht.block.center_of_gravity, dtype=np.float64)
+    position = np.asarray(block_xy, dtype=np.float64) - cog + _rotation(angle) @ cog
+    return np.array([agent[0], agent[1], position[0], position[1], angle], dtype=np.float64)
+
+
+class PushTWrapper(gym.Wrapper):
+    """See the module docstring for the observation, action and reward mappings."""
+
+    def __init__(self, env: gym.Env, options: PushTOptions | None = None) -> None:
+        super().__init__(env)
+        self.options = options or PushTOptions()
+        self.options.validate()
+        obs_dim = 6 if self.options.features == "seed" else 24
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (obs_dim,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self._env_low = np.zeros(2)
+        self._env_high = np.full(2, BOARD_SIZE)
+        self._goal_keypoints: np.ndarray | None = None
+        self._potential = 0.0
+
+    @property
+    def pusht(self) -> gym.Env:
+        return self.env.unwrapped
+
+    def env_action(self, action: np.ndarray) -> np.ndarray:
+        """[-1, 1]² → the absolute PD target in env units [0, 512]², float32."""
+        return scale_to_range(np.clip(action, -1.0, 1.0), self._env_low, self._env_high).astype(np.float32)
+
+    def unit_action(self, env_action: np.ndarray) -> np.ndarray:
+        """Env units → [-1, 1] (inverse of `env_action`)."""
+        return scale_to_unit(env_action, self._env_low, self._env_high).astype(np.float32)
+
+    def observation(self) -> np.ndarray:
+        pusht = self.pusht
+        agent = np.asarray(pusht.agent.position, dtype=np.float64)
+        block = np.asarray(pusht.block.position, dtype=np.float64)
+        angle = float(pusht.block.angle)
+        parts = [agent / (BOARD_SIZE / 2) - 1.0, block / (BOARD_SIZE / 2) - 1.0, [np.sin(angle), np.cos(angle)]]
+        if self.options.features == "rich":
+            velocity = np.clip(np.asarray(pusht.agent.velocity) / VELOCITY_SCALE, -1.0, 1.0)
+            offsets = (block_keypoints(pusht) - self._goal_keypoints) / BOARD_SIZE
+            parts += [velocity, offsets.ravel()]
+        return np.clip(np.concatenate(parts), -1.0, 1.0).astype(np.float32)
+
+    def _compute_potential(self) -> float:
+        opts = self.options
+        if opts.shaping_keypoints == 0.0 and opts.shaping_agent_block == 0.0:
+            return 0.0
+        pusht = self.pusht
+        keypoint_distance = np.linalg.norm(block_keypoints(pusht) - self._goal_keypoints, axis=1).mean()
+        agent_block = np.linalg.norm(np.asarray(pusht.agent.position) - np.asarray(pusht.block.position))
+        return -(opts.shaping_keypoints * keypoint_distance + opts.shaping_agent_block * agent_block) / BOARD_SIZE
+
+    def _curriculum_start(self) -> np.ndarray:
+        """A start with the block perturbed around the goal pose and the agent anywhere free."""
+        rng = self.pusht.np_random
+        goal = self.pusht.goal_pose
+        opts = self.options
+        block = goal[:2] + rng.uniform(-1.0, 1.0, 2) * opts.goal_start_position_noise
+        angle = goal[2] + rng.uniform(-1.0, 1.0) * opts.goal_start_angle_noise
+        while True:  # keep the agent off the block so the start is physically valid
+            agent = rng.integers(50, 450, 2)
+            if np.linalg.norm(agent - block) > 120:
+                return reset_state_for_pose(self.pusht, agent, block, angle)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        _, info = self.env.reset(seed=seed, options=options)
+        if self.options.goal_start_prob > 0 and (options or {}).get("reset_to_state") is None:
+            if self.pusht.np_random.random() < self.options.goal_start_prob:
+                _, info = self.env.reset(options={"reset_to_state": self._curriculum_start()})
+        if self._goal_keypoints is None:
+            self._goal_keypoints = goal_keypoints(self.pusht)
+        self._potential = self._compute_potential()
+        info = dict(info, raw_reward=0.0, coverage=float(self.pusht._get_coverage()))
+        return self.observation(), info
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        _, raw_reward, terminated, truncated, info = self.env.step(self.env_action(action))
+        opts = self.options
+        potential = self._compute_potential()
+        reward = (float(raw_reward) - opts.step_cost + opts.success_bonus * float(info["is_success"])
+                  + opts.shaping_gamma * potential - self._potential)
+        self._potential = potential
+        info = dict(info, raw_reward=float(raw_reward), env_action=self.env_action(action))
+        return self.observation(), reward, terminated, truncated, info
+
+
+def make_env(env_id: str = PUSHT_ENV_ID, options: PushTOptions | None = None,
+             render_mode: str = "rgb_array", **pusht_kwargs) -> gym.Env:
+    """PushT behind `PushTWrapper`, or any other Box env with actions rescaled to [-1, 1]."""
+    if env_id == PUSHT_ENV_ID:
+        import gym_pusht  # noqa: F401  (registers the environment)
+
+        base = gym.make(env_id, obs_type="state", render_mode=render_mode,
+                        max_episode_steps=MAX_EPISODE_STEPS, **pusht_kwargs)
+        return PushTWrapper(base, options)
+    env = gym.make(env_id)
+    if not isinstance(env.action_space, gym.spaces.Box) or not isinstance(env.observation_space, gym.spaces.Box):
+        raise ValueError(f"{env_id} must have Box observation and action spaces")
+    env = gym.wrappers.RescaleAction(env, -1.0, 1.0)
+    return gym.wrappers.TransformObservation(
+        env, lambda o: np.asarray(o, dtype=np.float32),
+        gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, np.float32))

@@ -1,0 +1,86 @@
+"""pusht-eval-v1 (see PROTOCOL.md): one episode per seed, raw-reward metrics, Wilson interval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import gymnasium as gym
+import numpy as np
+
+PROTOCOL_NAME = "pusht-eval-v1"
+EVAL_START_SEED = 100_000
+HEADLINE_EPISODES = 500
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class EpisodeRecord:
+    seed: int
+    success: bool
+    max_reward: float
+    max_coverage: float
+    length: int
+    episode_return: float
+
+    def to_json(self) -> dict:
+        record = asdict(self)
+        record["return"] = record.pop("episode_return")
+        return record
+
+
+def run_episode(env: gym.Env, policy: Policy, seed: int,
+                on_step: Callable[[gym.Env], None] | None = None) -> EpisodeRecord:
+    """Roll `policy` from `env.reset(seed=seed)` until termination or truncation.
+
+    Metrics use the raw env reward (`info["raw_reward"]` when a wrapper shapes the reward), never
+    the training reward. `on_step` is called after the reset and after every step (e.g. to grab frames).
+    """
+    obs, info = env.reset(seed=seed)
+    if on_step is not None:
+        on_step(env)
+    max_reward, max_coverage, total, length, success = 0.0, float(info.get("coverage", 0.0)), 0.0, 0, False
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy(obs))
+        if on_step is not None:
+            on_step(env)
+        raw = float(info.get("raw_reward", reward))
+        length += 1
+        total += raw
+        max_reward = raw if length == 1 else max(max_reward, raw)
+        max_coverage = max(max_coverage, float(info.get("coverage", 0.0)))
+        success = success or bool(info.get("is_success", False))
+        done = terminated or truncated
+    return EpisodeRecord(seed, success, max_reward, max_coverage, length, total)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion; sensible at 0% and 100%."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(records: list[EpisodeRecord]) -> dict:
+    """The protocol's summary over a list of episodes."""
+    n = len(records)
+    successes = sum(r.success for r in records)
+    low, high = wilson_interval(successes, n)
+    success_lengths = [r.length for r in records if r.success]
+    return {
+        "episodes": n,
+        "successes": successes,
+        "success_rate": successes / n if n else 0.0,
+        "success_rate_ci95": [low, high],
+        "mean_max_reward": float(np.mean([r.max_reward for r in records])) if n else 0.0,
+        "mean_max_coverage": float(np.mean([r.max_coverage for r in records])) if n else 0.0,
+        "mean_length_success": float(np.mean(success_lengths)) if success_lengths else None,
+        "mean_return": float(np.mean([r.episode_return for r in records])) if n else 0.0,
+    }

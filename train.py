@@ -1,0 +1,267 @@
+"""Train SAC on PushT (or any gymnasium Box env): resumable, checkpointed, logged to TensorBoard.
+
+    python train.py [--config FILE] [--set KEY=VALUE ...] [--no-resume]
+
+Exit codes: 0 done, 1 numerical fault, 2 bad input, 130 interrupted after saving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+from config import ConfigError, TrainConfig, load_config
+from env.pusht_wrapper import make_env
+from eval_protocol import EVAL_START_SEED, run_episode, summarize
+from policy_io import TRAIN_FORMAT, policy_payload
+from sac import ReplayBuffer, SACAgent, SACHyperParams
+from sac.checkpoint import atomic_save, checkpoint_name, load_latest, prune_checkpoints
+from sac.utils import rng_state, seed_everything, set_rng_state
+
+EXIT_NUMERICAL_FAULT = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+# Keys that fix the shape of what a checkpoint holds; resuming with other values is refused.
+STRUCTURAL_KEYS = ("env_id", "hidden_dim", "buffer_size", "layer_norm")
+
+
+class NumericalFault(RuntimeError):
+    pass
+
+
+def episode_seed(run_seed: int, episode: int) -> int:
+    """A fixed, well-mixed start seed for every training episode, so resumed runs replay them."""
+    return int(np.random.SeedSequence([run_seed, episode]).generate_state(1)[0])
+
+
+class Trainer:
+    """The state of one training run: env, agent, buffer, counters and logging."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        config.env.shaping_gamma = config.gamma
+        seed_everything(config.seed)
+        self.env = make_env(config.env_id, config.env)
+        self.eval_env = make_env(config.env_id, config.env)
+        obs_dim = int(np.prod(self.env.observation_space.shape))
+        act_dim = int(np.prod(self.env.action_space.shape))
+        hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=config.gamma, tau=config.tau,
+                            grad_clip=config.grad_clip, target_entropy=config.target_entropy,
+                            init_alpha=config.init_alpha, layer_norm=config.layer_norm)
+        self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
+        self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
+        self.global_step = 0
+        self.episode = 0
+        self.updates = 0
+        self.recent_returns: deque[float] = deque(maxlen=100)
+        self.stop_signal: int | None = None
+
+    # ---- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "format": TRAIN_FORMAT,
+            "config": self.config.to_dict(),
+            "obs_dim": self.agent.obs_dim,
+            "act_dim": self.agent.act_dim,
+            "agent": self.agent.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "global_step": self.global_step,
+            "episode": self.episode,
+            "updates": self.updates,
+            "recent_returns": list(self.recent_returns),
+            "rng": rng_state(),
+            "policy": policy_payload(self.agent.actor, self.config.env_id, asdict(self.config.env), self.global_step),
+        }
+
+    def load_state_dict(self, state: dict, path: Path) -> None:
+        saved = state["config"]
+        for key in STRUCTURAL_KEYS:
+            if saved.get(key) != getattr(self.config, key):
+                raise ConfigError(
+                    f"checkpoint {str(path)!r} was trained with {key}={saved.get(key)!r}, the config says "
+                    f"{getattr(self.config, key)!r}; use --no-resume or another checkpoint_dir")
+        if (state["obs_dim"], state["act_dim"]) != (self.agent.obs_dim, self.agent.act_dim):
+            raise ConfigError(
+                f"checkpoint {str(path)!r} has obs/action sizes {state['obs_dim']}/{state['act_dim']}, the env has "
+                f"{self.agent.obs_dim}/{self.agent.act_dim}; use --no-resume or another checkpoint_dir")
+        self.agent.load_state_dict(state["agent"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.global_step, self.episode, self.updates = state["global_step"], state["episode"], state["updates"]
+        self.recent_returns.extend(state["recent_returns"])
+        set_rng_state(state["rng"])
+
+    def save_checkpoint(self) -> Path:
+        """Refuses to save non-finite weights, so the newest checkpoint is always a good one."""
+        self.check_finite_parameters()
+        path = atomic_save(self.state_dict(), Path(self.config.checkpoint_dir) / checkpoint_name(self.global_step))
+        prune_checkpoints(self.config.checkpoint_dir, self.config.keep_checkpoints)
+        return path
+
+    def check_finite_parameters(self) -> None:
+        tensors = [*self.agent.actor.parameters(), *self.agent.critic.parameters(), self.agent.log_alpha]
+        if not all(bool(torch.isfinite(t).all()) for t in tensors):
+            raise NumericalFault(f"non-finite network weights at env step {self.global_step}")
+
+    def try_resume(self) -> Path | None:
+        found = load_latest(self.config.checkpoint_dir, self.config.device)
+        if found is None:
+            return None
+        path, state = found
+        if state.get("format") != TRAIN_FORMAT:
+            raise ConfigError(f"{str(path)!r} is not a training checkpoint")
+        self.load_state_dict(state, path)
+        return path
+
+    # ---- training ----------------------------------------------------------------------------
+    def finished(self) -> bool:
+        cap = self.config.max_env_steps
+        return self.episode >= self.config.episodes or (cap > 0 and self.global_step >= cap)
+
+    def evaluate(self) -> dict:
+        records = [run_episode(self.eval_env, lambda o: self.agent.act(o, deterministic=True), EVAL_START_SEED + i)
+                   for i in range(self.config.eval_episodes)]
+        return summarize(records)
+
+    def log_updates(self, writer: SummaryWriter, metrics: dict[str, torch.Tensor]) -> None:
+        values = {k: float(v) for k, v in metrics.items()}
+        bad = [k for k, v in values.items() if not math.isfinite(v)]
+        if bad:
+            raise NumericalFault(f"non-finite {', '.join(bad)} at env step {self.global_step}")
+        step = self.global_step
+        writer.add_scalar("Loss/actor", values["loss_actor"], step)
+        writer.add_scalar("Loss/critic1", values["loss_critic1"], step)
+        writer.add_scalar("Loss/critic2", values["loss_critic2"], step)
+        writer.add_scalar("Loss/alpha", values["loss_alpha"], step)
+        writer.add_scalar("Alpha", values["alpha"], step)
+        writer.add_scalar("Q/mean_q1", values["mean_q1"], step)
+        writer.add_scalar("Q/mean_q2", values["mean_q2"], step)
+        writer.add_scalar("Policy/log_prob", values["log_prob"], step)
+        writer.add_scalar("Policy/entropy", -values["log_prob"], step)
+
+    def run_episode(self, writer: SummaryWriter) -> bool:
+        """One training episode; returns False if a stop signal or the step cap cut it short."""
+        cfg = self.config
+        obs, _ = self.env.reset(seed=episode_seed(cfg.seed, self.episode))
+        raw_return, train_return, length, success, max_coverage = 0.0, 0.0, 0, False, 0.0
+        done = False
+        while not done:
+            if self.stop_signal is not None or (cfg.max_env_steps and self.global_step >= cfg.max_env_steps):
+                return False
+            if self.global_step < cfg.start_steps:
+                action = np.random.uniform(-1.0, 1.0, self.agent.act_dim).astype(np.float32)
+            else:
+                action = self.agent.act(obs)
+            next_obs, reward, terminated, truncated, info = self.env.step(action)
+            self.buffer.add(obs, action, reward * cfg.reward_scale, next_obs, terminated)
+            obs = next_obs
+            self.global_step += 1
+            length += 1
+            raw_return += float(info.get("raw_reward", reward))
+            train_return += float(reward)
+            success = success or bool(info.get("is_success", False))
+            max_coverage = max(max_coverage, float(info.get("coverage", 0.0)))
+            done = terminated or truncated
+            self.train_step(writer)
+            if cfg.eval_every and self.global_step % cfg.eval_every == 0:
+                summary = self.evaluate()
+                writer.add_scalar("Eval/success_rate", summary["success_rate"], self.global_step)
+                writer.add_scalar("Eval/mean_max_reward", summary["mean_max_reward"], self.global_step)
+                writer.add_scalar("Eval/mean_max_coverage", summary["mean_max_coverage"], self.global_step)
+                writer.add_scalar("Eval/mean_return", summary["mean_return"], self.global_step)
+        self.episode += 1
+        self.recent_returns.append(raw_return)
+        writer.add_scalar("Reward/episode", raw_return, self.global_step)
+        writer.add_scalar("Reward/mean_100", float(np.mean(self.recent_returns)), self.global_step)
+        writer.add_scalar("Reward/episode_train", train_return, self.global_step)
+        writer.add_scalar("Episode/length", length, self.global_step)
+        writer.add_scalar("Episode/success", float(success), self.global_step)
+        writer.add_scalar("Episode/max_coverage", max_coverage, self.global_step)
+        return True
+
+    def train_step(self, writer: SummaryWriter) -> None:
+        cfg = self.config
+        if self.global_step < cfg.update_after or self.global_step % cfg.update_every:
+            return
+        for _ in range(cfg.num_updates):
+            metrics = self.agent.update(self.buffer.sample(cfg.batch_size))
+            self.updates += 1
+            if self.updates % cfg.log_every == 0:
+                self.log_updates(writer, metrics)
+
+    def train(self, resume: bool) -> int:
+        cfg = self.config
+        resumed_from = self.try_resume() if resume else None
+        if resumed_from is not None:
+            tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")
+        writer = SummaryWriter(cfg.log_dir, purge_step=self.global_step if resumed_from else None)
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        progress = tqdm(total=cfg.episodes, initial=self.episode, unit="ep", dynamic_ncols=True)
+        clock_step, clock_time = self.global_step, time.perf_counter()
+        try:
+            while not self.finished():
+                if not self.run_episode(writer):
+                    break
+                progress.update(1)
+                progress.set_postfix(step=self.global_step, mean100=f"{np.mean(self.recent_returns):.1f}")
+                now = time.perf_counter()
+                writer.add_scalar("Perf/env_steps_per_sec", (self.global_step - clock_step) / (now - clock_time),
+                                  self.global_step)
+                clock_step, clock_time = self.global_step, now
+                if self.episode % cfg.checkpoint_every == 0:
+                    self.save_checkpoint()
+            path = self.save_checkpoint()
+        except NumericalFault as fault:
+            progress.close()
+            print(f"error: {fault}; training stopped, the newest checkpoint in {cfg.checkpoint_dir} is the last "
+                  f"good one (lower lr or enable grad_clip, then resume)", file=sys.stderr)
+            return EXIT_NUMERICAL_FAULT
+        finally:
+            writer.close()
+            progress.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.stop_signal is not None:
+            print(f"interrupted at env step {self.global_step}; saved {path}. Run the same command to resume.",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        tqdm.write(f"done: {self.global_step} env steps, {self.episode} episodes; checkpoint {path}")
+        return 0
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.stop_signal = signum
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="YAML config file (default: the embedded default recipe)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key; dotted for the env section, e.g. env.step_cost=0.5")
+    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        config = load_config(args.config, args.set)
+        return Trainer(config).train(resume=not args.no_resume)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
