@@ -17,6 +17,12 @@ import yaml
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 
 
+def recipe_env_options() -> PushTOptions:
+    """The default recipe's reward and features (docs/experiments.md records how they were chosen)."""
+    return PushTOptions(features="rich", step_cost=1.0, success_bonus=10.0, shaping_keypoints=20.0,
+                        shaping_agent_block=5.0, goal_start_prob=0.25)
+
+
 class ConfigError(ValueError):
     """A config problem, phrased as one line that says what is wrong and how to fix it."""
 
@@ -41,7 +47,7 @@ class TrainConfig:
     reward_scale: float = 0.01
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
-    layer_norm: bool = False
+    layer_norm: bool = True
     checkpoint_every: int = 100  # episodes
     keep_checkpoints: int = 3
     checkpoint_dir: str = "checkpoints"
@@ -51,7 +57,7 @@ class TrainConfig:
     eval_episodes: int = 10
     device: str = "cpu"
     threads: int = 0  # torch intra-op threads; 0 keeps torch's default
-    env: PushTOptions = field(default_factory=PushTOptions)
+    env: PushTOptions = field(default_factory=recipe_env_options)
 
     def validate(self) -> None:
         positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "hidden_dim",

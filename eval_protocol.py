@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import gymnasium as gym
 import numpy as np
+
+from env.pusht_wrapper import PushTOptions
 
 PROTOCOL_NAME = "pusht-eval-v1"
 EVAL_START_SEED = 100_000
@@ -29,6 +31,14 @@ class EpisodeRecord:
         record = asdict(self)
         record["return"] = record.pop("episode_return")
         return record
+
+
+def eval_env_options(options: PushTOptions) -> PushTOptions:
+    """The training options with the start curriculum off: protocol starts come from `env.reset(seed)` alone.
+
+    The observation features stay as trained; reward terms do not matter (metrics use the raw reward).
+    """
+    return replace(options, goal_start_prob=0.0)
 
 
 def run_episode(env: gym.Env, policy: Policy, seed: int,

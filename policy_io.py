@@ -60,7 +60,11 @@ def save_policy(path: str | Path, payload: dict) -> Path:
 
 def load_policy(path: str | Path) -> LoadedPolicy:
     """A training checkpoint or a policy file → a CPU deterministic policy."""
-    data = load_file(path)
+    return policy_from_data(load_file(path), path)
+
+
+def policy_from_data(data: dict, path: str | Path) -> LoadedPolicy:
+    """`load_policy` for a file already read (e.g. by `load_latest`), so a large checkpoint is not read twice."""
     if data["format"] == TRAIN_FORMAT:
         data = data["policy"]
     if data.get("format") != POLICY_FORMAT:

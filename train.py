@@ -206,7 +206,7 @@ class Trainer:
         resumed_from = self.try_resume() if resume else None
         if resumed_from is not None:
             tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")
-        writer = SummaryWriter(cfg.log_dir, purge_step=self.global_step if resumed_from else None)
+        writer = SummaryWriter(cfg.log_dir, purge_step=self.global_step + 1 if resumed_from else None)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         progress = tqdm(total=cfg.episodes, initial=self.episode, unit="ep", dynamic_ncols=True)
         clock_step, clock_time = self.global_step, time.perf_counter()

@@ -71,7 +71,8 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict) -> None:
         if state["capacity"] != self.capacity:
-            raise ValueError(f"replay buffer capacity {state['capacity']} in the checkpoint, {self.capacity} configured")
+            raise ValueError(f"replay buffer capacity {state['capacity']} in the checkpoint, "
+                             f"{self.capacity} configured")
         for name, tensor in self._fields().items():
             if state[name].shape[1:] != tensor.shape[1:]:
                 raise ValueError(f"replay buffer field {name!r} has shape {tuple(state[name].shape[1:])}, "

@@ -1,0 +1,171 @@
+"""Crash-safe output directories: a dataset is built in `DIR.partial` and swapped in whole.
+
+A run never writes into `DIR` itself. A new dataset starts empty in `DIR.partial`; `--resume` starts from hard
+links to every file of `DIR` (writers only add new files or replace files by rename, never edit one in place, so
+the links never change the original). `commit` then renames `DIR` → `DIR.old`, `DIR.partial` → `DIR` and deletes
+`DIR.old`. So at any instant `DIR` is either the previous dataset or the complete new one:
+
+- killed while collecting: `DIR` is untouched and `DIR.partial` is left unlocked; the next run says how to go on;
+- killed between the two renames: `DIR.partial` carries a completion marker and the next run finishes the swap.
+
+A lock (flock on `DIR.partial/.collect_lock`) tells a live run's staging dir from a dead one's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+LOCK_NAME = ".collect_lock"
+COMPLETE_NAME = ".collect_complete"
+
+
+class StagingError(Exception):
+    """The output directory cannot be used as asked; the message says how to proceed."""
+
+
+def partial_path(final: Path) -> Path:
+    return final.with_name(final.name + ".partial")
+
+
+def old_path(final: Path) -> Path:
+    return final.with_name(final.name + ".old")
+
+
+def is_empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _drop_markers(directory: Path) -> None:
+    for name in (LOCK_NAME, COMPLETE_NAME):
+        (directory / name).unlink(missing_ok=True)
+
+
+def _try_lock(directory: Path) -> int | None:
+    """An exclusive lock on `directory`'s lock file, or None when another live process holds it."""
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def recover(final: Path) -> None:
+    """Finish a swap that a crash interrupted (see the module docstring); a no-op otherwise."""
+    old, partial = old_path(final), partial_path(final)
+    if old.exists():
+        if not final.exists():
+            if not (partial / COMPLETE_NAME).exists():
+                raise StagingError(f"{str(old)!r} holds the previous dataset but {str(final)!r} is missing; "
+                                   f"rename {old.name} back to {final.name}")
+            os.rename(partial, final)
+            _note(f"finished saving {final} (a previous run was stopped while swapping it in)")
+        shutil.rmtree(old)
+    if final.is_dir():
+        _drop_markers(final)
+
+
+@dataclass
+class Staging:
+    """A locked `DIR.partial` being filled; `commit` swaps it in, `discard` removes it."""
+
+    final: Path
+    path: Path
+    _lock_fd: int
+
+    def commit(self) -> None:
+        (self.path / COMPLETE_NAME).touch()
+        _fsync_dir(self.path)
+        old = old_path(self.final)
+        if self.final.exists():
+            os.rename(self.final, old)
+        os.rename(self.path, self.final)
+        _fsync_dir(self.final.parent)
+        _drop_markers(self.final)
+        os.close(self._lock_fd)
+        if old.exists():
+            shutil.rmtree(old)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.close(self._lock_fd)
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """Hard-link every file of `source` under `target` (a copy where links are not possible)."""
+    for directory, _, files in os.walk(source):
+        out = target / Path(directory).relative_to(source)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            try:
+                os.link(Path(directory) / name, out / name)
+            except OSError:
+                shutil.copy2(Path(directory) / name, out / name)
+
+
+def _clear_stale_partial(final: Path, replace_allowed: bool) -> None:
+    partial = partial_path(final)
+    if not partial.exists():
+        return
+    fd = _try_lock(partial) if partial.is_dir() else None
+    if partial.is_dir() and fd is None:
+        raise StagingError(f"another collect_dataset.py run is writing {str(final)!r} ({partial.name} is locked); "
+                           f"wait for it or choose another --output")
+    if fd is not None:
+        os.close(fd)
+    if not replace_allowed:
+        intact = ("it is intact; rerun with --resume to add episodes or --overwrite to start over"
+                  if final.exists() else "no episode of that run was saved; rerun with --overwrite to start again")
+        raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r}: {intact}")
+    _note(f"removing {partial}, left by an interrupted run")
+    shutil.rmtree(partial) if partial.is_dir() else partial.unlink()
+
+
+def stage(final: Path, mode: str) -> Staging:
+    """A fresh staging dir for `final`; `mode` is "new", "overwrite" or "resume" (the CLI has checked `final`)."""
+    recover(final)
+    _clear_stale_partial(final, replace_allowed=mode != "new")
+    partial = partial_path(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        partial.mkdir()
+        fd = _try_lock(partial)
+    except OSError as err:
+        raise StagingError(f"cannot write next to {str(final)!r} ({err.strerror or err}); "
+                           f"choose a writable --output") from None
+    assert fd is not None  # the directory was just created by this process
+    if mode == "resume" and final.exists():
+        _link_tree(final, partial)
+    if is_empty_dir(final):
+        final.rmdir()  # an empty target counts as absent; the swap needs the name free
+    return Staging(final, partial, fd)
+
+
+def write_file_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` by rename, never in place: in a resumed staging dir it may be a hard link to the original."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,322 @@
+"""Evaluate a policy with the pusht-eval-v1 protocol (PROTOCOL.md): a metrics JSON, mp4 videos, a GIF.
+
+    python evaluate.py [--checkpoint PATH | --policy random] [--episodes 50] [--start-seed 100000]
+                       [--videos 10] [--video-dir videos] [--gif PATH] [--output eval.json] [--overwrite]
+                       [--workers 1]
+
+Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used.
+Exit codes: 0 done, 2 bad input (one line on stderr), 130 interrupted (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import imageio
+import imageio.v3 as iio
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from config import TrainConfig
+from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions, make_env
+from eval_protocol import (
+    EVAL_START_SEED,
+    PROTOCOL_NAME,
+    EpisodeRecord,
+    Policy,
+    eval_env_options,
+    run_episode,
+    summarize,
+)
+from policy_io import LoadedPolicy, load_policy, policy_from_data
+from sac.checkpoint import CheckpointError, load_latest
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+VIDEO_FPS = 10  # the env's control rate, so videos play in real time
+GIF_SIZE = 256
+
+
+class BadInput(Exception):
+    """A problem with the command line or its files, phrased as one line that says what to do."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a process needs to evaluate seeds; picklable, so each spawned worker rebuilds env and policy."""
+
+    checkpoint: str | None  # None: the uniform random baseline
+    video_seeds: frozenset[int]
+    video_dir: str
+    gif: str | None
+    gif_seed: int
+
+
+def env_spec(policy: LoadedPolicy | None) -> tuple[str, PushTOptions]:
+    """The env the actor was trained on (same observation features), with protocol starts."""
+    if policy is None:
+        return PUSHT_ENV_ID, PushTOptions()
+    return policy.env_id, eval_env_options(policy.env_options)
+
+
+def random_policy(seed: int, act_dim: int) -> Policy:
+    """Uniform actions in [-1, 1] from a generator seeded by the episode seed: reproducible for any worker count."""
+    rng = np.random.default_rng(seed)
+    return lambda _obs: rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+
+
+def video_name(seed: int, success: bool) -> str:
+    return f"seed{seed}_{'success' if success else 'fail'}.mp4"
+
+
+class Evaluator:
+    """One process's env and policy; evaluates one seed at a time and writes its video / GIF if asked."""
+
+    def __init__(self, job: Job, policy: LoadedPolicy | None, env: gym.Env) -> None:
+        self.job = job
+        self.policy = policy
+        self.env = env
+        self.act_dim = int(np.prod(env.action_space.shape))
+
+    def __call__(self, seed: int) -> EpisodeRecord:
+        policy = self.policy or random_policy(seed, self.act_dim)
+        record_video, record_gif = seed in self.job.video_seeds, self.job.gif is not None and seed == self.job.gif_seed
+        if not (record_video or record_gif):
+            return run_episode(self.env, policy, seed)
+        # gym-pusht keeps the previous episode's action marker across reset; clear it for the reset frame.
+        self.env.unwrapped._last_action = None
+        partial = Path(self.job.video_dir) / f".seed{seed}.partial.mp4"
+        # macro_block_size=8: 680 is a multiple of 8, so ffmpeg keeps the frame size instead of padding to 688.
+        writer = (imageio.get_writer(partial, format="FFMPEG", fps=VIDEO_FPS, macro_block_size=8)
+                  if record_video else None)
+        gif_frames: list[np.ndarray] = []
+
+        def capture(env: gym.Env) -> None:
+            frame = env.render()  # gym-pusht: _render(visualize=True), 680x680 with the action target marker
+            if writer is not None:
+                writer.append_data(frame)
+            if record_gif:
+                small = Image.fromarray(frame).resize((GIF_SIZE, GIF_SIZE), Image.Resampling.BILINEAR)
+                gif_frames.append(np.asarray(small))
+
+        try:
+            record = run_episode(self.env, policy, seed, on_step=capture)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is not None:
+            # A rerun may flip the outcome; drop the other name so each seed has exactly one video.
+            partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
+            os.replace(partial, partial.with_name(video_name(seed, record.success)))
+        if record_gif:
+            iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / VIDEO_FPS, loop=0)
+        return record
+
+
+_worker: Evaluator | None = None
+
+
+def _init_worker(job: Job) -> None:
+    global _worker
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and cancels the rest
+    policy = load_policy(job.checkpoint) if job.checkpoint else None
+    _worker = Evaluator(job, policy, make_env(*env_spec(policy)))
+
+
+def _run_in_worker(seed: int) -> EpisodeRecord:
+    return _worker(seed)
+
+
+def run_seeds(job: Job, policy: LoadedPolicy | None, env: gym.Env, seeds: list[int],
+              workers: int) -> list[EpisodeRecord]:
+    """Every seed's record, ordered by seed whatever the worker count; a progress bar shows the success rate."""
+    records: list[EpisodeRecord] = []
+    with tqdm(total=len(seeds), unit="ep", dynamic_ncols=True) as progress:
+        def done(record: EpisodeRecord) -> None:
+            records.append(record)
+            progress.update(1)
+            progress.set_postfix(success=f"{sum(r.success for r in records) / len(records):.0%}")
+
+        if workers == 1:
+            torch.set_num_threads(1)
+            evaluator = Evaluator(job, policy, env)
+            for seed in seeds:
+                done(evaluator(seed))
+        else:
+            pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _init_worker, (job,))
+            try:
+                for future in as_completed([pool.submit(_run_in_worker, seed) for seed in seeds]):
+                    done(future.result())
+            finally:
+                pool.shutdown(cancel_futures=True)
+    return sorted(records, key=lambda r: r.seed)
+
+
+def check_writable_dir(directory: Path, option: str) -> None:
+    """Create `directory` and prove a file can be written there, before any episode runs."""
+    if directory.exists() and not directory.is_dir():
+        raise BadInput(f"{str(directory)!r} (for {option}) is a file, not a folder; choose another path")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        raise BadInput(f"cannot write to {str(directory)!r} for {option} ({err.strerror or err}); "
+                       f"choose a writable path") from None
+
+
+def check_output_file(args: argparse.Namespace) -> None:
+    output = Path(args.output)
+    if output.is_dir():
+        raise BadInput(f"--output {str(output)!r} is a directory; give a file path such as {output / 'eval.json'}")
+    if output.exists() and not args.overwrite:
+        raise BadInput(f"{str(output)!r} already exists; pass --overwrite to replace it or choose another --output")
+
+
+def check_output_dirs(args: argparse.Namespace) -> None:
+    """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind."""
+    check_writable_dir(Path(args.output).parent, "--output")
+    if args.videos:
+        check_writable_dir(Path(args.video_dir), "--video-dir")
+    if args.gif:
+        check_writable_dir(Path(args.gif).parent, "--gif")
+
+
+def load_checked_policy(args: argparse.Namespace) -> tuple[LoadedPolicy | None, gym.Env]:
+    """The policy (None for the random baseline) and its env, refusing an actor built for another env."""
+    if args.policy == "random":
+        return None, make_env(*env_spec(None))
+    path = args.checkpoint
+    try:
+        if path is None:
+            found = load_latest(args.checkpoint_dir)
+            if found is None:
+                raise BadInput(f"no checkpoint in {args.checkpoint_dir!r}; train first (python train.py), "
+                               f"pass --checkpoint PATH, or use --policy random")
+            path = found[0]
+            policy = policy_from_data(found[1], path)
+        else:
+            policy = load_policy(path)
+        env = make_env(*env_spec(policy))
+    except CheckpointError as err:
+        raise BadInput(f"{err}; pass --checkpoint with a file written by train.py or policy_io.save_policy") from None
+    except (KeyError, TypeError, ValueError, RuntimeError, gym.error.Error) as err:
+        raise BadInput(f"{str(path)!r} is not a usable pusht_sac policy ({type(err).__name__}); "
+                       f"pass a checkpoint written by train.py or policy_io.save_policy") from None
+    env_obs_dim = int(np.prod(env.observation_space.shape))
+    if policy.obs_dim != env_obs_dim:
+        raise BadInput(f"{str(path)!r} has an actor for {policy.obs_dim}-dim observations, but {policy.env_id} with "
+                       f"features={policy.env_options.features!r} gives {env_obs_dim}; use a checkpoint trained "
+                       f"for this env")
+    return policy, env
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Temporary file in the same folder, then rename: a crash never leaves a torn eval.json."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # open() keeps the umask's permissions, mkstemp would not
+    try:
+        with open(tmp, "w") as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def print_table(result: dict) -> None:
+    s = result["summary"]
+    low, high = s["success_rate_ci95"]
+    source = result["checkpoint"] or "uniform random actions"
+    step = "" if result["step"] is None else f" (step {result['step']})"
+    length = "n/a" if s["mean_length_success"] is None else f"{s['mean_length_success']:.1f}"
+    last_seed = result["start_seed"] + s["episodes"] - 1
+    print(f"{result['protocol']}: {source}{step}, seeds {result['start_seed']}-{last_seed}")
+    print(f"  success_rate         {s['success_rate']:.3f}  ({s['successes']}/{s['episodes']}, "
+          f"95% CI {low:.3f}-{high:.3f})")
+    print(f"  mean_max_reward      {s['mean_max_reward']:.3f}")
+    print(f"  mean_max_coverage    {s['mean_max_coverage']:.3f}")
+    print(f"  mean_length_success  {length}")
+    print(f"  mean_return          {s['mean_return']:.2f}")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", help="training checkpoint or policy file (default: newest in --checkpoint-dir)")
+    parser.add_argument("--checkpoint-dir", default=TrainConfig.checkpoint_dir,
+                        help="where to look for the newest checkpoint (default: %(default)s)")
+    parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
+                        help="'random': uniform random actions, a baseline that needs no checkpoint")
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--start-seed", type=int, default=EVAL_START_SEED, help="episode i uses seed start + i")
+    parser.add_argument("--videos", type=int, default=10, help="mp4s for the first N episodes (0: none)")
+    parser.add_argument("--video-dir", default="videos")
+    parser.add_argument("--gif", help="also write a small GIF of the first episode here")
+    parser.add_argument("--output", default="eval.json")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    parser.add_argument("--workers", type=int, default=1, help="processes running episodes in parallel")
+    return parser.parse_args(argv)
+
+
+def validate_args(args: argparse.Namespace) -> None:
+    if args.episodes < 1:
+        raise BadInput(f"--episodes must be >= 1, got {args.episodes}")
+    if args.workers < 1:
+        raise BadInput(f"--workers must be >= 1, got {args.workers}")
+    if args.videos < 0:
+        raise BadInput(f"--videos must be >= 0, got {args.videos}")
+    if args.policy == "random" and args.checkpoint:
+        raise BadInput("--checkpoint and --policy random exclude each other; drop one")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        validate_args(args)
+        check_output_file(args)
+        policy, env = load_checked_policy(args)
+        check_output_dirs(args)
+        env_id, env_options = env_spec(policy)
+        if (args.videos or args.gif) and env_id != PUSHT_ENV_ID:
+            raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
+        seeds = [args.start_seed + i for i in range(args.episodes)]
+        job = Job(policy.source if policy else None, frozenset(seeds[:args.videos]), args.video_dir, args.gif, seeds[0])
+        records = run_seeds(job, policy, env, seeds, args.workers)
+    except BadInput as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    result = {
+        "protocol": PROTOCOL_NAME,
+        "checkpoint": policy.source if policy else None,
+        "step": policy.step if policy else None,
+        "policy": args.policy,
+        "env_id": env_id,
+        "env_options": asdict(env_options),
+        "start_seed": args.start_seed,
+        "episodes": [r.to_json() for r in records],
+        "summary": summarize(records),
+    }
+    write_json_atomic(Path(args.output), result)
+    print_table(result)
+    print(f"wrote {args.output}" + (f"; videos in {args.video_dir}/" if args.videos else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, run_script
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from config import TrainConfig, load_config
+from sac.checkpoint import list_checkpoints, load_file
+
+REQUIRED_TAGS = {
+    "Reward/episode", "Reward/mean_100", "Loss/actor", "Loss/critic1", "Loss/critic2", "Alpha", "Q/mean_q1",
+    "Q/mean_q2", "Policy/log_prob", "Eval/success_rate", "Eval/mean_max_reward", "Perf/env_steps_per_sec",
+}
+
+
+def scalar_steps(log_dir: Path, tag: str) -> list[int]:
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)] if tag in acc.Tags()["scalars"] else []
+
+
+def all_tags(log_dir: Path) -> set[str]:
+    acc = EventAccumulator(str(log_dir))
+    acc.Reload()
+    return set(acc.Tags()["scalars"])
+
+
+def test_tiny_run_writes_checkpoints_and_tags_then_resumes(tmp_path, tiny_train_args):
+    first = run_script("train.py", "--no-resume", *tiny_train_args)
+    assert first.returncode == 0, first.stderr
+    checkpoints = list_checkpoints(tmp_path / "ckpt")
+    assert checkpoints, "no checkpoint written"
+    state = load_file(checkpoints[-1])
+    assert state["episode"] == 2 and state["global_step"] == 600
+    assert len(state["buffer"]["reward"]) == 600
+    assert REQUIRED_TAGS <= all_tags(tmp_path / "logs")
+
+    second = run_script("train.py", *[a.replace("episodes=2", "episodes=3") for a in tiny_train_args])
+    assert second.returncode == 0, second.stderr
+    assert "resumed from" in second.stdout + second.stderr
+    resumed = load_file(list_checkpoints(tmp_path / "ckpt")[-1])
+    assert resumed["episode"] == 3 and resumed["global_step"] == 900
+    assert resumed["updates"] > state["updates"]
+    assert len(resumed["buffer"]["reward"]) == 900
+    steps = scalar_steps(tmp_path / "logs", "Reward/episode")
+    assert steps == [300, 600, 900]
+
+
+def test_no_resume_starts_fresh(tmp_path, tiny_train_args):
+    args = [a.replace("episodes=2", "episodes=1") for a in tiny_train_args]
+    assert run_script("train.py", "--no-resume", *args).returncode == 0
+    again = run_script("train.py", "--no-resume", *args)
+    assert again.returncode == 0
+    assert "resumed from" not in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--set", "no_such_key=1"], "unknown config key 'no_such_key'"),
+    (["--set", "lr=-0.1"], "lr must be > 0"),
+    (["--set", "batch_size=0"], "batch_size must be >= 1"),
+    (["--set", "gamma=1.0"], "gamma must be in [0, 1)"),
+    (["--set", "buffer_size=10"], "buffer_size (10) must be >= batch_size"),
+    (["--set", "lr=fast"], "lr expects float"),
+    (["--set", "env.colour=red"], "unknown config key 'env.colour'"),
+    (["--config", "does/not/exist.yaml"], "does not exist"),
+])
+def test_bad_config_exits_2_with_one_line(tmp_path, args, fragment):
+    result = run_script("train.py", "--set", f"checkpoint_dir={tmp_path / 'c'}", *args, timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and lines[0].startswith("error: ")
+    assert not (tmp_path / "c").exists()
+
+
+def test_shipped_default_config_equals_embedded_defaults():
+    assert load_config(REPO / "configs" / "sac_configs.yaml") == TrainConfig()
+
+
+def test_seed_preset_keeps_the_seed_hyper_parameters():
+    config = load_config(REPO / "configs" / "seed.yaml")
+    expected = {"hidden_dim": 256, "lr": 3e-4, "gamma": 0.99, "tau": 0.005, "batch_size": 256,
+                "buffer_size": 1_000_000, "start_steps": 5000, "grad_clip": 1.0, "reward_scale": 0.01,
+                "episodes": 3000, "checkpoint_every": 100}
+    assert {k: getattr(config, k) for k in expected} == expected
+    assert config.target_entropy is None and config.env.features == "seed"
+    assert (config.env.step_cost, config.env.success_bonus, config.env.shaping_keypoints) == (0.0, 0.0, 0.0)
+
+
+def test_every_yaml_preset_loads():
+    for path in (REPO / "configs").glob("*.yaml"):
+        assert isinstance(yaml.safe_load(path.read_text()), dict)
+        load_config(path)
