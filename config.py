@@ -48,6 +48,8 @@ class TrainConfig:
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
     layer_norm: bool = True
+    bf16: bool = False  # bfloat16 autocast in updates (see README "Speed")
+    compile: bool = False  # torch.compile the update
     checkpoint_every: int = 100  # episodes
     keep_checkpoints: int = 3
     checkpoint_dir: str = "checkpoints"

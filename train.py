@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from config import ConfigError, TrainConfig, load_config
 from env.pusht_wrapper import make_env
-from eval_protocol import EVAL_START_SEED, run_episode, summarize
+from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
 from sac.checkpoint import atomic_save, checkpoint_name, load_latest, prune_checkpoints
@@ -55,12 +55,13 @@ class Trainer:
         config.env.shaping_gamma = config.gamma
         seed_everything(config.seed)
         self.env = make_env(config.env_id, config.env)
-        self.eval_env = make_env(config.env_id, config.env)
+        self.eval_env = make_env(config.env_id, eval_env_options(config.env))
         obs_dim = int(np.prod(self.env.observation_space.shape))
         act_dim = int(np.prod(self.env.action_space.shape))
         hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=config.gamma, tau=config.tau,
                             grad_clip=config.grad_clip, target_entropy=config.target_entropy,
-                            init_alpha=config.init_alpha, layer_norm=config.layer_norm)
+                            init_alpha=config.init_alpha, layer_norm=config.layer_norm, bf16=config.bf16,
+                            compile=config.compile)
         self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
         self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
         self.global_step = 0
