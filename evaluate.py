@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from eval_protocol import (
     summarize,
 )
 from policy_io import LoadedPolicy, load_policy, policy_from_data
-from sac.checkpoint import CheckpointError, load_latest
+from sac.checkpoint import CheckpointError, ensure_writable_dir, load_latest
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -167,15 +166,10 @@ def run_seeds(job: Job, policy: LoadedPolicy | None, env: gym.Env, seeds: list[i
 
 def check_writable_dir(directory: Path, option: str) -> None:
     """Create `directory` and prove a file can be written there, before any episode runs."""
-    if directory.exists() and not directory.is_dir():
-        raise BadInput(f"{str(directory)!r} (for {option}) is a file, not a folder; choose another path")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
+        ensure_writable_dir(directory)
     except OSError as err:
-        raise BadInput(f"cannot write to {str(directory)!r} for {option} ({err.strerror or err}); "
-                       f"choose a writable path") from None
+        raise BadInput(f"{err} (for {option}); choose a writable path") from None
 
 
 def check_output_file(args: argparse.Namespace) -> None:

@@ -26,7 +26,7 @@ from env.pusht_wrapper import make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
-from sac.checkpoint import atomic_save, checkpoint_name, load_latest, prune_checkpoints
+from sac.checkpoint import atomic_save, checkpoint_name, ensure_writable_dir, load_latest, prune_checkpoints
 from sac.utils import rng_state, seed_everything, set_rng_state
 
 EXIT_NUMERICAL_FAULT = 1
@@ -204,6 +204,11 @@ class Trainer:
 
     def train(self, resume: bool) -> int:
         cfg = self.config
+        for option, directory in (("checkpoint_dir", cfg.checkpoint_dir), ("log_dir", cfg.log_dir)):
+            try:
+                ensure_writable_dir(directory)
+            except OSError as err:
+                raise ConfigError(f"{option}: {err}; set {option} to a writable folder") from None
         resumed_from = self.try_resume() if resume else None
         if resumed_from is not None:
             tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")

@@ -47,6 +47,22 @@ def atomic_save(obj: Any, path: str | Path) -> Path:
     return path
 
 
+def ensure_writable_dir(directory: str | Path) -> None:
+    """Create `directory` and prove a file can be written in it, so a run fails before, not after, its work.
+
+    Raises OSError with a message naming the folder.
+    """
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise OSError(f"{str(directory)!r} is a file, not a folder")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        raise OSError(f"cannot write to {str(directory)!r} ({err.strerror or err})") from None
+
+
 def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """Read a file written by `atomic_save`; any failure becomes a CheckpointError naming it."""
     path = Path(path)
@@ -80,6 +96,8 @@ def load_latest(directory: str | Path, map_location: str | torch.device = "cpu")
 
 
 def prune_checkpoints(directory: str | Path, keep: int) -> None:
-    """Delete all but the newest `keep` checkpoints."""
+    """Delete all but the newest `keep` checkpoints, and temp files a killed writer left behind."""
     for path in list_checkpoints(directory)[:-keep]:
         path.unlink(missing_ok=True)
+    for stale in Path(directory).glob(".ckpt_*.tmp"):
+        stale.unlink(missing_ok=True)

@@ -1,0 +1,149 @@
+"""Faults a long run meets: SIGKILL, a torn checkpoint, NaNs, bad folders, a foreign checkpoint."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from conftest import REPO, run_script
+
+from sac.checkpoint import atomic_save, list_checkpoints, load_file, load_latest
+
+
+def args_for(tmp: Path, steps: int, **extra: object) -> list[str]:
+    settings = {"checkpoint_dir": tmp / "ckpt", "log_dir": tmp / "logs", "episodes": 100, "max_env_steps": steps,
+                "start_steps": 150, "update_after": 150, "batch_size": 32, "hidden_dim": 32, "buffer_size": 5000,
+                "checkpoint_every": 1, "keep_checkpoints": 10, "eval_every": 0, "log_every": 50, "threads": 1,
+                **extra}
+    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+
+
+def popen_train(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while not path.exists():
+        assert time.time() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path):
+    steps = 900
+    straight = run_script("train.py", "--no-resume", *args_for(tmp_path / "a", steps))
+    assert straight.returncode == 0, straight.stderr
+
+    interrupted = popen_train("--no-resume", *args_for(tmp_path / "b", steps))
+    wait_for(tmp_path / "b" / "ckpt" / "ckpt_0000000300.pt")
+    interrupted.send_signal(signal.SIGKILL)
+    interrupted.wait()
+    assert not (tmp_path / "b" / "ckpt" / "ckpt_0000000900.pt").exists(), "run finished before the kill"
+    resumed = run_script("train.py", *args_for(tmp_path / "b", steps))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout + resumed.stderr
+
+    a = load_file(tmp_path / "a" / "ckpt" / "ckpt_0000000900.pt")
+    b = load_file(tmp_path / "b" / "ckpt" / "ckpt_0000000900.pt")
+    for part in ("actor", "critic", "critic_target"):
+        for key, value in a["agent"][part].items():
+            assert torch.equal(value, b["agent"][part][key]), f"{part}.{key} differs"
+    assert torch.equal(a["agent"]["log_alpha"], b["agent"]["log_alpha"])
+    for key in ("obs", "action", "reward", "next_obs", "terminated"):
+        assert torch.equal(a["buffer"][key], b["buffer"][key]), f"buffer {key} differs"
+    assert (a["updates"], a["episode"]) == (b["updates"], b["episode"])
+
+
+def test_sigterm_saves_and_exits_130(tmp_path):
+    process = popen_train("--no-resume", *args_for(tmp_path, 100_000))
+    wait_for(tmp_path / "ckpt" / "ckpt_0000000300.pt")
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "interrupted at env step" in stderr and "resume" in stderr
+    newest = list_checkpoints(tmp_path / "ckpt")[-1]
+    assert load_file(newest)["global_step"] > 300 or newest.name == "ckpt_0000000300.pt"
+
+
+_SLOW_WRITER = """
+import sys, torch
+sys.path.insert(0, {repo!r})
+from sac.checkpoint import atomic_save
+atomic_save({{"format": "big", "data": torch.zeros(150_000_000)}}, {path!r})
+"""
+
+
+def test_killing_a_writer_mid_file_leaves_the_previous_checkpoint_readable(tmp_path):
+    path = tmp_path / "ckpt_0000000100.pt"
+    atomic_save({"format": "good", "value": 1}, path)
+    writer = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER.format(repo=str(REPO), path=str(path))])
+    deadline = time.time() + 60
+    while not any(p.stat().st_size > 1_000_000 for p in tmp_path.glob(".ckpt_*.tmp")):
+        assert time.time() < deadline and writer.poll() is None, "writer never got mid-file"
+        time.sleep(0.005)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    assert load_file(path) == {"format": "good", "value": 1}
+    assert list_checkpoints(tmp_path) == [path]  # the torn temp file is never taken for a checkpoint
+
+
+def test_corrupt_newest_checkpoint_falls_back_with_a_warning(tmp_path):
+    first = run_script("train.py", "--no-resume", *args_for(tmp_path, 600))
+    assert first.returncode == 0, first.stderr
+    newest = list_checkpoints(tmp_path / "ckpt")[-1]
+    newest.write_bytes(newest.read_bytes()[:1000])  # a torn file, as a full disk would leave
+    path, _ = load_latest(tmp_path / "ckpt")
+    assert path.name == "ckpt_0000000300.pt"
+    resumed = run_script("train.py", *args_for(tmp_path, 900))
+    assert resumed.returncode == 0, resumed.stderr
+    assert str(newest) in resumed.stderr and "falling back" in resumed.stderr
+    assert "resumed from" in resumed.stdout + resumed.stderr and "step 300" in resumed.stdout + resumed.stderr
+
+
+def test_keep_checkpoints_limits_the_folder(tmp_path):
+    result = run_script("train.py", "--no-resume", *args_for(tmp_path, 1200, keep_checkpoints=2))
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in list_checkpoints(tmp_path / "ckpt")] == ["ckpt_0000000900.pt", "ckpt_0000001200.pt"]
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+    # an absurd learning rate without clipping overflows float32 within a few updates
+    result = run_script("train.py", "--no-resume", *args_for(tmp_path, 3000, lr=1e30, grad_clip=0, log_every=1,
+                                                                 start_steps=300, update_after=301))
+    assert result.returncode == 1
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: non-finite") and "at env step 3" in line
+    newest = list_checkpoints(tmp_path / "ckpt")[-1]
+    assert newest.name == "ckpt_0000000300.pt"
+    state = load_file(newest)
+    assert all(torch.isfinite(v).all() for v in state["agent"]["actor"].values())
+
+
+def test_unwritable_checkpoint_dir_exits_2_before_training(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = run_script("train.py", *args_for(tmp_path, 300, checkpoint_dir=blocker / "ckpt"), timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: checkpoint_dir") and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_checkpoint_from_another_observation_size_is_refused(tmp_path):
+    first = run_script("train.py", "--no-resume", *args_for(tmp_path, 300, **{"env.features": "seed"}))
+    assert first.returncode == 0, first.stderr
+    before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+    second = run_script("train.py", *args_for(tmp_path, 600, **{"env.features": "rich"}), timeout=60)
+    assert second.returncode == 2
+    assert "obs/action sizes 6/2" in second.stderr and "--no-resume" in second.stderr
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before
+
+
+def test_a_file_that_is_not_a_checkpoint_is_named_in_the_error(tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "ckpt_0000000300.pt").write_text("hello")
+    result = run_script("train.py", *args_for(tmp_path, 300), timeout=120)
+    assert "ckpt_0000000300.pt" in result.stderr and "corrupt" in result.stderr
