@@ -5,4 +5,5 @@
 - `lerobot_writer` (+ `lerobot_stats`): LeRobot dataset v3.0, the layout of the HF dataset `lerobot/pusht`.
 - `zarr_writer`: Diffusion Policy's replay-buffer zarr (`pusht_cchi_v7_replay.zarr`).
 - `staging`: crash-safe output directories (build aside, swap in whole).
+- `verify`: replay every stored episode from its seed and actions and compare.
 """

@@ -28,7 +28,7 @@ class EpisodeData:
 
     seed: int
     success: bool
-    max_coverage: float
+    max_coverage: float  # rounded to float32: GEOS's areas can differ in the last bit between processes
     image: np.ndarray  # (T, H, W, 3) uint8, the env's observation render
     agent_pos: np.ndarray  # (T, 2) float32, env units
     keypoints: np.ndarray  # (T, 16) float32, gym-pusht's 8 block corners flattened (x0, y0, x1, ...)
@@ -97,7 +97,8 @@ class EpisodeRecorder:
         record = run_episode(self.env, policy, seed, on_step=on_step)
         arrays = {key: np.stack(values) for key, values in frames.items()}
         return EpisodeData(
-            seed=seed, success=record.success, max_coverage=record.max_coverage, image=arrays["image"],
+            seed=seed, success=record.success, max_coverage=float(np.float32(record.max_coverage)),
+            image=arrays["image"],
             agent_pos=arrays["agent_pos"].astype(np.float32), keypoints=arrays["keypoints"].astype(np.float32),
             block_pose=arrays["block_pose"].astype(np.float32), n_contacts=arrays["n_contacts"].astype(np.float32),
             action=arrays["action"].astype(np.float32), reward=arrays["reward"].astype(np.float32),

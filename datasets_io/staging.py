@@ -121,7 +121,8 @@ def _link_tree(source: Path, target: Path) -> None:
                 shutil.copy2(Path(directory) / name, out / name)
 
 
-def _clear_stale_partial(final: Path, replace_allowed: bool) -> None:
+def clear_stale_partial(final: Path, replace_allowed: bool) -> None:
+    """Remove a dead run's `DIR.partial` if allowed, else say how to go on; refuse while a live run holds it."""
     partial = partial_path(final)
     if not partial.exists():
         return
@@ -136,13 +137,16 @@ def _clear_stale_partial(final: Path, replace_allowed: bool) -> None:
                   if final.exists() else "no episode of that run was saved; rerun with --overwrite to start again")
         raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r}: {intact}")
     _note(f"removing {partial}, left by an interrupted run")
-    shutil.rmtree(partial) if partial.is_dir() else partial.unlink()
+    if partial.is_dir():
+        shutil.rmtree(partial)
+    else:
+        partial.unlink()
 
 
 def stage(final: Path, mode: str) -> Staging:
     """A fresh staging dir for `final`; `mode` is "new", "overwrite" or "resume" (the CLI has checked `final`)."""
     recover(final)
-    _clear_stale_partial(final, replace_allowed=mode != "new")
+    clear_stale_partial(final, replace_allowed=mode != "new")
     partial = partial_path(final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)

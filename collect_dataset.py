@@ -1,0 +1,409 @@
+"""Turn policy rollouts into a demonstration dataset (LeRobot v3.0 and/or Diffusion Policy zarr), or verify one.
+
+    python collect_dataset.py [--checkpoint PATH | --policy random] --episodes N --output DIR
+                              [--format lerobot|zarr|both] [--start-seed 0] [--workers 1] [--overwrite | --resume]
+                              [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
+                              [--image-size 96] [--no-video] [--max-steps 300]
+    python collect_dataset.py --verify DIR
+
+One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
+deterministically; --action-noise adds Gaussian noise in [-1, 1] action units (clipped, drawn from a generator seeded
+by the episode seed) and the executed action is what is recorded, so every episode replays exactly from its seed.
+By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
+Default policy: assets/policy.pt if present, else the newest checkpoint in --checkpoint-dir.
+--max-steps shortens the 300-step episode limit and is meant for small test datasets.
+--format both writes DIR/lerobot and DIR/zarr from the same rollouts.
+
+The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/staging.py): an interrupted run
+(Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how to go on.
+Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a
+mismatch; 2 bad input (one line on stderr); 130 interrupted (complete episodes saved; continue with --resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import multiprocessing
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from config import TrainConfig
+from datasets_io import lerobot_writer, staging, zarr_writer
+from datasets_io.episode import EpisodeData, EpisodeRecorder
+from datasets_io.verify import verify
+from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
+from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
+from evaluate import BadInput, env_spec, load_checked_policy, random_policy
+from policy_io import LoadedPolicy, load_policy
+
+EXIT_SHORT = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+DEFAULT_POLICY = Path("assets/policy.pt")
+COLLECTION_FORMAT = "pusht_sac.collection/1"
+EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a process needs to record seeds; picklable, so each spawned worker rebuilds env and policy."""
+
+    checkpoint: str | None  # None: uniform random actions
+    action_noise: float
+    image_size: int
+    max_steps: int
+
+
+class Collector:
+    """One process's env and policy; records one seed at a time."""
+
+    def __init__(self, job: Job, policy: LoadedPolicy | None) -> None:
+        self.job = job
+        self.policy = policy
+        size = {"observation_width": job.image_size, "observation_height": job.image_size}
+        self.recorder = EpisodeRecorder(make_env(*env_spec(policy), **size), job.max_steps)
+
+    def __call__(self, seed: int) -> EpisodeData:
+        base = self.policy or random_policy(seed, 2)
+        noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            action = base(obs)
+            if self.job.action_noise > 0:
+                action = action + self.job.action_noise * noise.standard_normal(action.shape)
+            return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+        return self.recorder(act, seed)
+
+
+_worker: Collector | None = None
+
+
+def _init_worker(job: Job) -> None:
+    global _worker
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and saves what is complete
+    _worker = Collector(job, load_policy(job.checkpoint) if job.checkpoint else None)
+
+
+def _run_in_worker(seed: int) -> EpisodeData:
+    return _worker(seed)
+
+
+def rollouts(job: Job, policy: LoadedPolicy | None, seeds: Iterable[int], workers: int) -> Iterator[EpisodeData]:
+    """Episodes in seed order whatever the worker count; seeds are consumed lazily (a few ahead per worker)."""
+    torch.set_num_threads(1)  # one thread everywhere: the same arithmetic, so the same actions, for any --workers
+    if workers == 1:
+        yield from map(Collector(job, policy), seeds)
+        return
+    pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _init_worker, (job,))
+    try:
+        seed_iter = iter(seeds)
+        pending = deque(pool.submit(_run_in_worker, seed) for seed in itertools.islice(seed_iter, 2 * workers))
+        while pending:
+            episode = pending.popleft().result()
+            pending.extend(pool.submit(_run_in_worker, seed) for seed in itertools.islice(seed_iter, 1))
+            yield episode
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def dataset_format(path: Path) -> str | None:
+    """"lerobot", "zarr" or "both" for a dataset this script wrote at `path`, else None."""
+    if (path / lerobot_writer.INFO_PATH).is_file():
+        return "lerobot"
+    if (path / ".zgroup").is_file():
+        return "zarr"
+    if (path / "lerobot" / lerobot_writer.INFO_PATH).is_file() and (path / "zarr/.zgroup").is_file():
+        return "both"
+    return None
+
+
+def format_roots(path: Path, fmt: str) -> dict[str, Path]:
+    """Where each format lives: DIR itself, or DIR/lerobot and DIR/zarr for "both"."""
+    return {"lerobot": path / "lerobot", "zarr": path / "zarr"} if fmt == "both" else {fmt: path}
+
+
+def read_collection(path: Path, fmt: str) -> dict:
+    root = format_roots(path, fmt)
+    try:
+        if "lerobot" in root:
+            return lerobot_writer.read_json(root["lerobot"], lerobot_writer.COLLECTION_PATH)
+        return zarr_writer.read_collection(root["zarr"])
+    except (OSError, KeyError, ValueError):
+        raise BadInput(f"{str(path)!r} holds a dataset not written by collect_dataset.py (no collection record); "
+                       f"choose another --output") from None
+
+
+@dataclass
+class Plan:
+    """A validated collection request."""
+
+    output: Path
+    mode: str  # "new", "overwrite" or "resume"
+    fmt: str
+    use_video: bool
+    job: Job
+    policy: LoadedPolicy | None
+    episodes: int
+    start_seed: int
+    max_attempts: int
+    keep_failures: bool
+    workers: int
+    collection: dict  # the existing dataset's record when resuming, else empty
+
+
+def check_output(args: argparse.Namespace) -> str | None:
+    """The format of the dataset already at --output (None: absent or empty), if the flags allow using it."""
+    output = Path(args.output)
+    try:
+        staging.recover(output)
+        staging.clear_stale_partial(output, replace_allowed=args.overwrite or args.resume)
+    except staging.StagingError as err:
+        raise BadInput(str(err)) from None
+    if output.exists() and not output.is_dir():
+        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
+    if not output.is_dir() or staging.is_empty_dir(output):
+        return None
+    existing = dataset_format(output)
+    if existing is None:
+        raise BadInput(f"{str(output)!r} is not empty and holds no dataset written by collect_dataset.py; "
+                       f"choose another --output")
+    if not (args.overwrite or args.resume):
+        raise BadInput(f"{str(output)!r} already holds a dataset; pass --resume to add episodes to it or "
+                       f"--overwrite to replace it")
+    return existing
+
+
+def plan_collection(args: argparse.Namespace) -> Plan:
+    """Check every option against the output directory before any episode runs."""
+    if args.episodes is None:
+        raise BadInput("--episodes N is required (or --verify DIR)")
+    for option in ("episodes", "workers"):
+        if getattr(args, option) < 1:
+            raise BadInput(f"--{option} must be >= 1, got {getattr(args, option)}")
+    if args.output is None:
+        raise BadInput("--output DIR is required (or --verify DIR)")
+    if args.overwrite and args.resume:
+        raise BadInput("--overwrite and --resume exclude each other; drop one")
+    if args.action_noise < 0:
+        raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
+    output = Path(args.output)
+    existing = check_output(args)
+    record = read_collection(output, existing) if args.resume and existing else {}
+    mode = "resume" if record else "overwrite" if args.overwrite and existing else "new"
+    fmt = args.format or (existing if record else "lerobot")
+    if record and fmt != existing:
+        raise BadInput(f"{str(output)!r} holds a {existing} dataset; --resume must keep --format {existing}")
+    image_size = record.get("image_size", 96) if args.image_size is None else args.image_size
+    max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
+    use_video = record.get("video", not args.no_video)
+    for option, key in (("--image-size", "image_size"), ("--max-steps", "max_steps")):
+        value = getattr(args, key)
+        if record and value is not None and value != record[key]:
+            raise BadInput(f"{str(output)!r} was collected with {option} {record[key]}; --resume must keep it")
+    if record and args.no_video and use_video:
+        raise BadInput(f"{str(output)!r} stores video; --resume cannot add --no-video episodes")
+    if not (64 <= image_size <= 1024 and image_size % 2 == 0):
+        raise BadInput(f"--image-size must be even and in [64, 1024], got {image_size}")
+    if not 1 <= max_steps <= MAX_EPISODE_STEPS:
+        raise BadInput(f"--max-steps must be in [1, {MAX_EPISODE_STEPS}], got {max_steps}")
+    next_seed = record.get("next_seed", 0)
+    start_seed = next_seed if args.start_seed is None else args.start_seed
+    if start_seed < next_seed:
+        raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
+                       f"or leave it out")
+    max_attempts = args.max_attempts if args.max_attempts is not None else 10 * args.episodes
+    if args.keep_failures:
+        max_attempts = args.episodes
+    if max_attempts < args.episodes:
+        raise BadInput(f"--max-attempts ({max_attempts}) must be >= --episodes ({args.episodes})")
+    seeds = range(start_seed, start_seed + max_attempts)
+    if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
+        raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
+                       f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
+    if args.policy == "checkpoint" and args.checkpoint is None and DEFAULT_POLICY.is_file():
+        args.checkpoint = str(DEFAULT_POLICY)
+    policy, _ = load_checked_policy(args)
+    if policy is not None and policy.env_id != PUSHT_ENV_ID:
+        raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
+    job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps)
+    return Plan(output, mode, fmt, use_video, job, policy, args.episodes, start_seed, max_attempts,
+                args.keep_failures, args.workers, record)
+
+
+class _StopFlag:
+    """Ctrl-C / SIGTERM ask to stop after the episode being written, so no episode is ever half-saved."""
+
+    def __init__(self) -> None:
+        self.raised = False
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.raised = True
+        signal.signal(signum, self._previous[signum])  # a second Ctrl-C stops at once
+        print("\nstopping after the current episode; the complete ones will be saved", file=sys.stderr)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
+    """meta/collection.json (zarr: the `collection` attribute): settings that must not change, and each run."""
+    run = {"policy": plan.job.checkpoint or "random", "policy_step": plan.policy.step if plan.policy else None,
+           "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
+           "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
+           "kept": kept}
+    return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": plan.job.image_size,
+            "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
+            "runs": [*plan.collection.get("runs", []), run]}
+
+
+def make_writers(path: Path, plan: Plan) -> list[lerobot_writer.LeRobotWriter | zarr_writer.ZarrWriter]:
+    roots = format_roots(path, plan.fmt)
+    writers: list[lerobot_writer.LeRobotWriter | zarr_writer.ZarrWriter] = []
+    if "lerobot" in roots:
+        writers.append(lerobot_writer.LeRobotWriter(roots["lerobot"], plan.job.image_size, plan.use_video))
+    if "zarr" in roots:
+        writers.append(zarr_writer.ZarrWriter(roots["zarr"], plan.job.image_size))
+    return writers
+
+
+def collect(plan: Plan) -> int:
+    try:
+        stage = staging.stage(plan.output, plan.mode)
+    except staging.StagingError as err:
+        raise BadInput(str(err)) from None
+    stop = _StopFlag()
+    attempted = kept = frames = successes = 0
+    started = time.perf_counter()
+    seeds = range(plan.start_seed, plan.start_seed + plan.max_attempts)
+    try:
+        writers = make_writers(stage.path, plan)
+        with (contextlib.closing(rollouts(plan.job, plan.policy, seeds, plan.workers)) as episodes,
+              tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress):
+            for episode in episodes:
+                attempted += 1
+                successes += episode.success
+                if episode.success or plan.keep_failures:
+                    for writer in writers:
+                        writer.add(episode)
+                    kept += 1
+                    frames += episode.length
+                    progress.update(1)
+                progress.set_postfix(frames_per_s=f"{frames / (time.perf_counter() - started):.0f}",
+                                     tried=attempted)
+                if kept == plan.episodes or stop.raised:
+                    break
+        if kept == 0:
+            stage.discard()
+        else:
+            record = collection_record(plan, attempted, kept)
+            for writer in writers:
+                writer.close(record)
+            stage.commit()
+    except BaseException:
+        stage.discard()
+        raise
+    finally:
+        stop.restore()
+    elapsed = time.perf_counter() - started
+    last = plan.start_seed + attempted - 1
+    print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
+          f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.workers} worker(s))"
+          + (f" -> {plan.output} ({plan.fmt})" if kept else "; nothing written"))
+    if stop.raised:
+        print(f"interrupted: {kept} complete episode(s) saved" + ("; continue with --resume" if kept else ""),
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if kept < plan.episodes:
+        print(f"error: only {kept} of {plan.episodes} episodes succeeded in {attempted} attempts; raise "
+              f"--max-attempts, add --action-noise, use a stronger policy, or pass --keep-failures", file=sys.stderr)
+        return EXIT_SHORT
+    return 0
+
+
+def run_verify(path: Path) -> int:
+    fmt = dataset_format(path) if path.is_dir() else None
+    if fmt is None:
+        raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
+    max_steps = read_collection(path, fmt)["max_steps"]
+    env = make_env(PUSHT_ENV_ID)
+    ok = True
+    for name, root in format_roots(path, fmt).items():
+        try:
+            report = verify(root, name, env, max_steps)
+        except (OSError, KeyError, ValueError) as err:
+            print(f"{name} {root}: unreadable ({type(err).__name__}: {err})")
+            ok = False
+            continue
+        print(f"{name} {root}: {report.summary()}")
+        for mismatch in report.mismatches:
+            print(f"  MISMATCH {mismatch}")
+        ok = ok and not report.mismatches
+    print("verify: OK" if ok else "verify: FAILED")
+    return 0 if ok else EXIT_SHORT
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--verify", metavar="DIR", help="replay every episode of DIR and compare; nothing else runs")
+    parser.add_argument("--checkpoint", help=f"training checkpoint or policy file (default: {DEFAULT_POLICY} if "
+                                             f"present, else the newest in --checkpoint-dir)")
+    parser.add_argument("--checkpoint-dir", default=TrainConfig.checkpoint_dir,
+                        help="where to look for the newest checkpoint (default: %(default)s)")
+    parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
+                        help="'random': uniform random actions, for tests without a checkpoint")
+    parser.add_argument("--episodes", type=int, help="episodes to keep (required unless --verify)")
+    parser.add_argument("--output", help="dataset directory")
+    parser.add_argument("--format", choices=["lerobot", "zarr", "both"],
+                        help="default: lerobot (with --resume: the existing dataset's)")
+    parser.add_argument("--start-seed", type=int, help="first seed (default 0; with --resume: after the last tried)")
+    parser.add_argument("--workers", type=int, default=1, help="processes recording episodes in parallel")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --output")
+    parser.add_argument("--resume", action="store_true",
+                        help="add episodes to the dataset at --output, seeds continuing after the last tried "
+                             "(an absent or empty --output starts a new one)")
+    parser.add_argument("--action-noise", type=float, default=0.0, metavar="SIGMA",
+                        help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic)")
+    success = parser.add_mutually_exclusive_group()
+    success.add_argument("--only-success", dest="keep_failures", action="store_false", default=False,
+                         help="keep successful episodes only (default)")
+    success.add_argument("--keep-failures", dest="keep_failures", action="store_true",
+                         help="keep every episode, one per seed")
+    parser.add_argument("--max-attempts", type=int, help="seeds to try for --only-success (default 10 x episodes)")
+    parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
+    parser.add_argument("--no-video", action="store_true", help="LeRobot: PNG frames in the parquet, not AV1 video")
+    parser.add_argument("--max-steps", type=int, help=f"episode step limit (default {MAX_EPISODE_STEPS}; for tests)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        if args.verify is not None:
+            return run_verify(Path(args.verify))
+        return collect(plan_collection(args))
+    except BadInput as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted; nothing saved by this run", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""LeRobot dataset v3.0 on disk, laid out like the HF dataset `lerobot/pusht` (loads with lerobot 0.4.4's
+`LeRobotDataset(repo_id, root=DIR)`), written with pyarrow and PyAV only.
+
+    meta/info.json                     codebase_version "v3.0", fps 10, features (dtype, shape, names), totals, paths
+    meta/stats.json                    per-feature min/max/mean/std/quantiles/count (see lerobot_stats)
+    meta/tasks.parquet                 the one task string as the (pandas) index, column task_index
+    meta/episodes/chunk-000/file-000.parquet
+                                       one row per episode: episode_index, tasks, length, data/ and videos/ file
+                                       indices, dataset_from_index/dataset_to_index, from/to timestamps in the
+                                       video file, meta/episodes/ indices, stats/<feature>/<stat> columns, and
+                                       this project's seed, success, max_coverage
+    meta/collection.json               how the episodes were collected (policy, noise, seeds; collect_dataset.py)
+    data/chunk-000/file-000.parquet    one row per frame (observation.state, observation.environment_state, action,
+                                       episode_index, frame_index, timestamp, next.reward, next.done, next.success,
+                                       index, task_index)
+    videos/observation.image/chunk-000/file-000.mp4
+                                       every episode's frames back to back, AV1 (libsvtav1; h264 if PyAV has no AV1
+                                       encoder), yuv420p, 10 fps, a keyframe every 2 frames as lerobot encodes
+
+With `use_video=False` the frames are PNGs inside the data parquet (feature dtype "image"). Like lerobot, a run
+that adds episodes to an existing dataset starts new data/video/episodes files (file-001, ...) and rolls to a new
+file past 100 MB of data or 200 MB of video, so existing files are never modified; only the JSON metadata and
+meta/stats.json are replaced (by rename) when the writer closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import av
+import imageio.v3 as iio
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from datasets_io import lerobot_stats
+from datasets_io.episode import FPS, TASK, EpisodeData
+from datasets_io.staging import write_file_atomic
+
+os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole configuration to stderr otherwise
+
+CODEBASE_VERSION = "v3.0"
+CHUNKS_SIZE = 1000
+DATA_FILE_MB = 100
+VIDEO_FILE_MB = 200
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+INFO_PATH = "meta/info.json"
+STATS_PATH = "meta/stats.json"
+TASKS_PATH = "meta/tasks.parquet"
+COLLECTION_PATH = "meta/collection.json"
+IMAGE_KEY = "observation.image"
+# (encoder, options) in order of preference; g=2 and crf=30 as lerobot encodes, fastest presets.
+VIDEO_CODECS = (("libsvtav1", {"g": "2", "crf": "30", "preset": "12"}),
+                ("libaom-av1", {"g": "2", "crf": "30", "cpu-used": "8"}),
+                ("libx264", {"g": "2", "crf": "23"}))
+
+
+def features(image_size: int, use_video: bool) -> dict:
+    """info.json's `features`, in lerobot's order (user features, then the index columns)."""
+    scalar = {"shape": [1], "names": None}
+    keypoint_names = [f"keypoint{i}_{axis}" for i in range(8) for axis in "xy"]
+    return {
+        IMAGE_KEY: {"dtype": "video" if use_video else "image", "shape": [image_size, image_size, 3],
+                    "names": ["height", "width", "channels"]},
+        "observation.state": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
+        "observation.environment_state": {"dtype": "float32", "shape": [16], "names": keypoint_names},
+        "action": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
+        "next.reward": {"dtype": "float32", **scalar},
+        "next.done": {"dtype": "bool", **scalar},
+        "next.success": {"dtype": "bool", **scalar},
+        "timestamp": {"dtype": "float32", **scalar},
+        "frame_index": {"dtype": "int64", **scalar},
+        "episode_index": {"dtype": "int64", **scalar},
+        "index": {"dtype": "int64", **scalar},
+        "task_index": {"dtype": "int64", **scalar},
+    }
+
+
+def new_info(image_size: int, use_video: bool) -> dict:
+    return {
+        "codebase_version": CODEBASE_VERSION,
+        "robot_type": None,
+        "total_episodes": 0,
+        "total_frames": 0,
+        "total_tasks": 0,
+        "chunks_size": CHUNKS_SIZE,
+        "data_files_size_in_mb": DATA_FILE_MB,
+        "video_files_size_in_mb": VIDEO_FILE_MB,
+        "fps": FPS,
+        "splits": {},
+        "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if use_video else None,
+        "features": features(image_size, use_video),
+    }
+
+
+def video_codec() -> tuple[str, dict[str, str]]:
+    """The first encoder of VIDEO_CODECS that this PyAV build has."""
+    for name, options in VIDEO_CODECS:
+        try:
+            av.codec.Codec(name, "w")
+        except (av.codec.codec.UnknownCodecError, ValueError):
+            continue
+        return name, options
+    raise RuntimeError("PyAV has none of the encoders " + ", ".join(name for name, _ in VIDEO_CODECS))
+
+
+def video_info(path: Path) -> dict:
+    """The `info` block lerobot keeps for a video feature, read back from the file."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        return {"video.height": stream.height, "video.width": stream.width, "video.codec": stream.codec.canonical_name,
+                "video.pix_fmt": stream.pix_fmt, "video.is_depth_map": False, "video.fps": int(stream.base_rate),
+                "video.channels": 3, "has_audio": False}
+
+
+@dataclass
+class _FileIndex:
+    """(chunk, file) of a chunked path; `chunks_size` files per chunk folder."""
+
+    chunk: int = 0
+    file: int = 0
+
+    def advanced(self) -> _FileIndex:
+        if self.file == CHUNKS_SIZE - 1:
+            return _FileIndex(self.chunk + 1, 0)
+        return _FileIndex(self.chunk, self.file + 1)
+
+    def path(self, template: str, **keys: str) -> str:
+        return template.format(chunk_index=self.chunk, file_index=self.file, **keys)
+
+
+class _VideoFile:
+    """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        name, options = video_codec()
+        self.container = av.open(str(path), "w")
+        self.stream = self.container.add_stream(name, rate=FPS, options=options)
+        self.stream.width = self.stream.height = size
+        self.stream.pix_fmt = "yuv420p"
+        self.frames = 0
+        self.bytes = 0  # encoded so far (the file itself appears only once the muxer flushes)
+
+    def write(self, images: np.ndarray) -> None:
+        for image in images:
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+            frame.pts = self.frames
+            self.frames += 1
+            packets = self.stream.encode(frame)
+            self.bytes += sum(packet.size for packet in packets)
+            self.container.mux(packets)
+
+    def close(self) -> None:
+        self.container.mux(self.stream.encode(None))
+        self.container.close()
+
+
+def _fixed_list(values: np.ndarray) -> pa.Array:
+    """(T, D) float32 → fixed_size_list<float>[D], the Arrow type of a `datasets` List feature with a length."""
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()), values.shape[1])
+
+
+def _png_images(images: np.ndarray) -> pa.Array:
+    """The `datasets.Image()` storage: struct<bytes, path> with PNG bytes."""
+    encoded = [iio.imwrite("<bytes>", image, extension=".png") for image in images]
+    return pa.StructArray.from_arrays([pa.array(encoded, pa.binary()), pa.array([None] * len(images), pa.string())],
+                                      names=["bytes", "path"])
+
+
+def _frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
+    """Every per-frame feature except the image, as numpy arrays (the data parquet's and the stats' input)."""
+    frames = np.arange(ep.length, dtype=np.int64)
+    done = np.zeros(ep.length, dtype=bool)
+    done[-1] = True  # the episode ends after its last action: success or the time limit
+    return {
+        "observation.state": ep.agent_pos,
+        "observation.environment_state": ep.keypoints,
+        "action": ep.action,
+        "episode_index": np.full(ep.length, episode_index, dtype=np.int64),
+        "frame_index": frames,
+        "timestamp": (frames / FPS).astype(np.float32),
+        "next.reward": ep.reward,
+        "next.done": done,
+        "next.success": ep.is_success,
+        "index": first_index + frames,
+        "task_index": np.zeros(ep.length, dtype=np.int64),
+    }
+
+
+def _tasks_table() -> pa.Table:
+    """meta/tasks.parquet as pandas writes lerobot's DataFrame(index=tasks): lerobot reads it with pd.read_parquet
+    and looks tasks up by the index, so the schema carries pandas' metadata naming the index column."""
+    pandas_meta = {
+        "index_columns": ["__index_level_0__"],
+        "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
+                            "metadata": {"encoding": "UTF-8"}}],
+        "columns": [
+            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64",
+             "metadata": None},
+            {"name": None, "field_name": "__index_level_0__", "pandas_type": "unicode", "numpy_type": "object",
+             "metadata": None},
+        ],
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+    }
+    table = pa.table({"task_index": pa.array([0], pa.int64()), "__index_level_0__": pa.array([TASK], pa.string())})
+    return table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
+
+
+def _write_json(path: Path, data: dict) -> None:
+    write_file_atomic(path, (json.dumps(data, indent=4) + "\n").encode())
+
+
+def read_json(root: Path, relative: str) -> dict:
+    return json.loads((root / relative).read_text())
+
+
+def read_episodes(root: Path) -> pa.Table:
+    """All rows of meta/episodes, in episode order."""
+    return pa.concat_tables([pq.read_table(path) for path in sorted((root / "meta/episodes").glob("*/*.parquet"))])
+
+
+def read_frames(root: Path, columns: list[str]) -> pa.Table:
+    """`columns` of every data file, in frame order."""
+    return pa.concat_tables([pq.read_table(path, columns=columns)
+                             for path in sorted((root / "data").glob("*/*.parquet"))])
+
+
+class LeRobotWriter:
+    """Appends episodes to a new or existing LeRobot v3.0 directory; `close` writes the metadata."""
+
+    def __init__(self, root: Path, image_size: int, use_video: bool) -> None:
+        self.root = root
+        self.use_video = use_video
+        self.image_size = image_size
+        self.rows: list[dict] = []
+        self.episode_stats: list[dict[str, lerobot_stats.Stats]] = []
+        self._data: pq.ParquetWriter | None = None
+        self._data_bytes = 0
+        self._video: _VideoFile | None = None
+        if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
+            self.info = read_json(root, INFO_PATH)
+            self.stats = [lerobot_stats.from_json(read_json(root, STATS_PATH))]
+            episodes = read_episodes(root)
+            last = episodes.slice(episodes.num_rows - 1).to_pylist()[0]
+            self.data_index = _FileIndex(last["data/chunk_index"], last["data/file_index"]).advanced()
+            self.meta_index = _FileIndex(last["meta/episodes/chunk_index"], last["meta/episodes/file_index"]).advanced()
+            self.video_index = (_FileIndex(last[f"videos/{IMAGE_KEY}/chunk_index"],
+                                           last[f"videos/{IMAGE_KEY}/file_index"]).advanced() if use_video else None)
+        else:
+            self.info = new_info(image_size, use_video)
+            self.stats = []
+            self.data_index, self.meta_index, self.video_index = _FileIndex(), _FileIndex(), _FileIndex()
+
+    def add(self, ep: EpisodeData) -> None:
+        episode_index = self.info["total_episodes"] + len(self.rows)
+        first = self.info["total_frames"] + sum(row["length"] for row in self.rows)
+        columns = _frame_columns(ep, episode_index, first)
+        arrays = {key: _fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
+        if not self.use_video:
+            arrays = {IMAGE_KEY: _png_images(ep.image), **arrays}
+        table = pa.table(arrays)
+        row = {"episode_index": episode_index, "tasks": [TASK], "length": ep.length, **self._write_data(table),
+               "dataset_from_index": first, "dataset_to_index": first + ep.length}
+        if self.use_video:
+            row.update(self._write_video(ep.image))
+        stats = {IMAGE_KEY: lerobot_stats.image_stats(ep.image),
+                 **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
+        row.update({f"stats/{key}/{name}": np.asarray(value).tolist()
+                    for key, feature in stats.items() for name, value in feature.items()})
+        row.update({"meta/episodes/chunk_index": self.meta_index.chunk,
+                    "meta/episodes/file_index": self.meta_index.file,
+                    "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage})
+        self.rows.append(row)
+        self.episode_stats.append(stats)
+
+    def _write_data(self, table: pa.Table) -> dict:
+        if self._data is not None and self._data_bytes + table.nbytes > DATA_FILE_MB * 2**20:
+            self._data.close()
+            self._data, self._data_bytes = None, 0
+            self.data_index = self.data_index.advanced()
+        if self._data is None:
+            path = self.root / self.data_index.path(DATA_PATH)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._data = pq.ParquetWriter(path, table.schema, compression="snappy")
+        self._data.write_table(table)
+        self._data_bytes += table.nbytes
+        return {"data/chunk_index": self.data_index.chunk, "data/file_index": self.data_index.file}
+
+    def _write_video(self, images: np.ndarray) -> dict:
+        if self._video is not None and self._video.bytes >= VIDEO_FILE_MB * 2**20:
+            self._video.close()
+            self._video = None
+            self.video_index = self.video_index.advanced()
+        if self._video is None:
+            self._video = _VideoFile(self.root / self.video_index.path(VIDEO_PATH, video_key=IMAGE_KEY),
+                                     self.image_size)
+        start = self._video.frames / FPS
+        self._video.write(images)
+        prefix = f"videos/{IMAGE_KEY}"
+        return {f"{prefix}/chunk_index": self.video_index.chunk, f"{prefix}/file_index": self.video_index.file,
+                f"{prefix}/from_timestamp": start, f"{prefix}/to_timestamp": start + len(images) / FPS}
+
+    def close(self, collection: dict) -> None:
+        """Finish the files and write the metadata, info.json last; `collection` goes to meta/collection.json."""
+        if self._data is not None:
+            self._data.close()
+        if self._video is not None:
+            self._video.close()
+        if not self.rows:
+            return
+        path = self.root / self.meta_index.path(EPISODES_PATH)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(self.rows), path, compression="snappy")
+        if not (self.root / TASKS_PATH).exists():
+            pq.write_table(_tasks_table(), self.root / TASKS_PATH)
+        info = self.info
+        info["total_episodes"] += len(self.rows)
+        info["total_frames"] += sum(row["length"] for row in self.rows)
+        info["total_tasks"] = 1
+        info["splits"] = {"train": f"0:{info['total_episodes']}"}
+        if self.use_video and "info" not in info["features"][IMAGE_KEY]:
+            first = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)
+            info["features"][IMAGE_KEY]["info"] = video_info(self.root / first)
+        stats = lerobot_stats.aggregate(self.stats + self.episode_stats)
+        _write_json(self.root / STATS_PATH, lerobot_stats.to_json(stats))
+        _write_json(self.root / COLLECTION_PATH, collection)
+        _write_json(self.root / INFO_PATH, info)
+
+
+def _column_numpy(column: pa.ChunkedArray) -> np.ndarray:
+    """A column as numpy, (N, D) for fixed-size lists."""
+    if isinstance(column.type, pa.FixedSizeListType):
+        return column.combine_chunks().flatten().to_numpy().reshape(len(column), column.type.list_size)
+    return column.to_numpy()
+
+
+def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(episode row, per-frame arrays) for every episode, for verification."""
+    columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success", "index"]
+    frames = read_frames(root, columns)
+    arrays = {name: _column_numpy(frames.column(name)) for name in columns}
+    episodes = read_episodes(root)
+    if not np.array_equal(arrays["index"], np.arange(episodes.column("dataset_to_index")[-1].as_py())):
+        raise ValueError("the data files' `index` column is not 0, 1, ... up to the last episode's end")
+    for row in episodes.to_pylist():
+        window = slice(row["dataset_from_index"], row["dataset_to_index"])
+        yield row, {name: values[window] for name, values in arrays.items()}

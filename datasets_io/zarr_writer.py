@@ -1,0 +1,98 @@
+"""Diffusion Policy's replay-buffer zarr (the layout of `pusht_cchi_v7_replay.zarr`): a zarr 2 directory store.
+
+    data/img           (N, H, W, 3) float32 in 0-255, the observation render before action t
+    data/state         (N, 5) float32: agent x, y, block x, y, block angle (raw radians, not wrapped; as DP's
+                       demo_pusht.py records info["pos_agent"] + info["block_pose"])
+    data/keypoint      (N, 9, 2) float32: Diffusion Policy's 9 block keypoints (see dp_keypoints)
+    data/action        (N, 2) float32: the PD target sent to the env, env units
+    data/n_contacts    (N, 1) float32: contact points per physics substep in the step that led to frame t (DP's
+                       definition; frame 0 has 0)
+    meta/episode_ends  (E,) int64, cumulative: episode e is frames [ends[e-1], ends[e])
+
+This project adds meta/episode_seed (E,) int64, meta/episode_success (E,) bool, meta/episode_max_coverage (E,)
+float32 and the root attribute "collection" (how the episodes were collected); DP's ReplayBuffer ignores them.
+Arrays grow by append. zarr 2's DirectoryStore writes every chunk and .zarray by temporary file + rename, so
+appending in a resumed staging dir never edits an original file (see staging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+import zarr
+
+from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
+from datasets_io.episode import EpisodeData
+
+IMAGE_CHUNK = 100  # frames per img chunk
+LOWDIM_CHUNK = 10_000
+COMPRESSOR = numcodecs.Blosc("zstd", clevel=5, shuffle=numcodecs.Blosc.BITSHUFFLE)  # DP's "disk" compressor
+
+
+def _shapes(image_size: int) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Per-frame shape and dtype of each data array."""
+    return {"img": ((image_size, image_size, 3), "f4"), "state": ((5,), "f4"), "keypoint": ((N_KEYPOINTS, 2), "f4"),
+            "action": ((2,), "f4"), "n_contacts": ((1,), "f4")}
+
+
+META = {"episode_ends": "i8", "episode_seed": "i8", "episode_success": "bool", "episode_max_coverage": "f4"}
+
+
+def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
+    """The data arrays of one episode."""
+    return {
+        "img": ep.image.astype(np.float32),
+        "state": np.concatenate([ep.agent_pos, ep.block_pose], axis=1).astype(np.float32),
+        "keypoint": dp_keypoints(ep.block_pose).astype(np.float32),
+        "action": ep.action,
+        "n_contacts": ep.n_contacts[:, None],
+    }
+
+
+class ZarrWriter:
+    """Appends episodes to a new or existing replay-buffer zarr; `close` records the collection attributes."""
+
+    def __init__(self, root: Path, image_size: int) -> None:
+        # Threaded Blosc stores its blocks in completion order: same data, different bytes from run to run.
+        numcodecs.blosc.use_threads = False
+        self.group = zarr.open_group(str(root), mode="a")
+        if "data" not in self.group:
+            data, meta = self.group.create_group("data"), self.group.create_group("meta")
+            for name, (shape, dtype) in _shapes(image_size).items():
+                chunk = IMAGE_CHUNK if name == "img" else LOWDIM_CHUNK
+                data.zeros(name, shape=(0, *shape), chunks=(chunk, *shape), dtype=dtype, compressor=COMPRESSOR)
+            for name, dtype in META.items():
+                meta.zeros(name, shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=dtype, compressor=None)
+
+    def add(self, ep: EpisodeData) -> None:
+        for name, values in episode_arrays(ep).items():
+            self.group["data"][name].append(values)
+        meta = self.group["meta"]
+        ends = meta["episode_ends"]
+        meta["episode_ends"].append(np.array([(ends[-1] if len(ends) else 0) + ep.length]))
+        meta["episode_seed"].append(np.array([ep.seed]))
+        meta["episode_success"].append(np.array([ep.success]))
+        meta["episode_max_coverage"].append(np.array([ep.max_coverage]))
+
+    def close(self, collection: dict) -> None:
+        self.group.attrs["collection"] = collection
+
+
+def read_collection(root: Path) -> dict:
+    return dict(zarr.open_group(str(root), mode="r").attrs["collection"])
+
+
+def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(per-episode facts, per-frame low-dimensional arrays) for every episode, for verification."""
+    group = zarr.open_group(str(root), mode="r")
+    meta = {name: group["meta"][name][:] for name in META}
+    data = {name: group["data"][name][:] for name in ("state", "keypoint", "action", "n_contacts")}
+    start = 0
+    for e, end in enumerate(meta["episode_ends"]):
+        facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),
+                 "length": int(end - start)}
+        yield facts, {name: values[start:end] for name, values in data.items()}
+        start = int(end)
