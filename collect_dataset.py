@@ -39,13 +39,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from cli_common import BadInput, env_spec, load_checked_policy, random_policy
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
 from datasets_io.verify import verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
-from evaluate import BadInput, env_spec, load_checked_policy, random_policy
 from policy_io import LoadedPolicy, load_policy
 
 EXIT_SHORT = 1

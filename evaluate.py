@@ -28,28 +28,22 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
+from cli_common import BadInput, check_writable_dir, env_spec, load_checked_policy, random_policy
 from config import TrainConfig
-from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions, make_env
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from eval_protocol import (
     EVAL_START_SEED,
     PROTOCOL_NAME,
     EpisodeRecord,
-    Policy,
-    eval_env_options,
     run_episode,
     summarize,
 )
-from policy_io import LoadedPolicy, load_policy, policy_from_data
-from sac.checkpoint import CheckpointError, ensure_writable_dir, load_latest
+from policy_io import LoadedPolicy, load_policy
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 VIDEO_FPS = 10  # the env's control rate, so videos play in real time
 GIF_SIZE = 256
-
-
-class BadInput(Exception):
-    """A problem with the command line or its files, phrased as one line that says what to do."""
 
 
 @dataclass(frozen=True)
@@ -61,19 +55,6 @@ class Job:
     video_dir: str
     gif: str | None
     gif_seed: int
-
-
-def env_spec(policy: LoadedPolicy | None) -> tuple[str, PushTOptions]:
-    """The env the actor was trained on (same observation features), with protocol starts."""
-    if policy is None:
-        return PUSHT_ENV_ID, PushTOptions()
-    return policy.env_id, eval_env_options(policy.env_options)
-
-
-def random_policy(seed: int, act_dim: int) -> Policy:
-    """Uniform actions in [-1, 1] from a generator seeded by the episode seed: reproducible for any worker count."""
-    rng = np.random.default_rng(seed)
-    return lambda _obs: rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
 
 
 def video_name(seed: int, success: bool) -> str:
@@ -164,14 +145,6 @@ def run_seeds(job: Job, policy: LoadedPolicy | None, env: gym.Env, seeds: list[i
     return sorted(records, key=lambda r: r.seed)
 
 
-def check_writable_dir(directory: Path, option: str) -> None:
-    """Create `directory` and prove a file can be written there, before any episode runs."""
-    try:
-        ensure_writable_dir(directory)
-    except OSError as err:
-        raise BadInput(f"{err} (for {option}); choose a writable path") from None
-
-
 def check_output_file(args: argparse.Namespace) -> None:
     output = Path(args.output)
     if output.is_dir():
@@ -187,35 +160,6 @@ def check_output_dirs(args: argparse.Namespace) -> None:
         check_writable_dir(Path(args.video_dir), "--video-dir")
     if args.gif:
         check_writable_dir(Path(args.gif).parent, "--gif")
-
-
-def load_checked_policy(args: argparse.Namespace) -> tuple[LoadedPolicy | None, gym.Env]:
-    """The policy (None for the random baseline) and its env, refusing an actor built for another env."""
-    if args.policy == "random":
-        return None, make_env(*env_spec(None))
-    path = args.checkpoint
-    try:
-        if path is None:
-            found = load_latest(args.checkpoint_dir)
-            if found is None:
-                raise BadInput(f"no checkpoint in {args.checkpoint_dir!r}; train first (python train.py), "
-                               f"pass --checkpoint PATH, or use --policy random")
-            path = found[0]
-            policy = policy_from_data(found[1], path)
-        else:
-            policy = load_policy(path)
-        env = make_env(*env_spec(policy))
-    except CheckpointError as err:
-        raise BadInput(f"{err}; pass --checkpoint with a file written by train.py or policy_io.save_policy") from None
-    except (KeyError, TypeError, ValueError, RuntimeError, gym.error.Error) as err:
-        raise BadInput(f"{str(path)!r} is not a usable pusht_sac policy ({type(err).__name__}); "
-                       f"pass a checkpoint written by train.py or policy_io.save_policy") from None
-    env_obs_dim = int(np.prod(env.observation_space.shape))
-    if policy.obs_dim != env_obs_dim:
-        raise BadInput(f"{str(path)!r} has an actor for {policy.obs_dim}-dim observations, but {policy.env_id} with "
-                       f"features={policy.env_options.features!r} gives {env_obs_dim}; use a checkpoint trained "
-                       f"for this env")
-    return policy, env
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
