@@ -49,7 +49,9 @@ class SACAgent:
         self.actor_opt = _make_adam(list(self.actor.parameters()), self.hp.lr, self.device)
         self.critic_opt = _make_adam(list(self.critic.parameters()), self.hp.lr, self.device)
         self.alpha_opt = _make_adam([self.log_alpha], self.hp.lr, self.device)
-        self._update_impl = torch.compile(self._update) if self.hp.compile else self._update
+        # On CUDA "reduce-overhead" also captures the update in CUDA graphs.
+        mode = "reduce-overhead" if self.device.type == "cuda" else "default"
+        self._update_impl = torch.compile(self._update, mode=mode) if self.hp.compile else self._update
 
     @property
     def alpha(self) -> torch.Tensor:

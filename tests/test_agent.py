@@ -159,3 +159,23 @@ def test_checkpoint_round_trip_gives_same_actions_and_optimizer_state(tmp_path):
     restored.update(batch)
     for p, q in zip(agent.critic.parameters(), restored.critic.parameters(), strict=True):
         assert torch.equal(p, q)
+
+
+def test_bf16_update_tracks_the_fp32_update():
+    torch.manual_seed(0)
+    fp32 = SACAgent(6, 2, SACHyperParams(hidden_dim=64))
+    bf16 = SACAgent(6, 2, SACHyperParams(hidden_dim=64, bf16=True))
+    bf16.load_state_dict(fp32.state_dict())
+    buffer = filled_buffer()
+    for _ in range(20):
+        batch = buffer.sample(128)
+        torch.manual_seed(1)
+        m32 = fp32.update(batch)
+        torch.manual_seed(1)
+        m16 = bf16.update(batch)
+    assert all(torch.isfinite(v) for v in m16.values())
+    assert m16["loss_critic1"].dtype == torch.float32
+    torch.testing.assert_close(m16["mean_q1"], m32["mean_q1"], atol=0.05, rtol=0.05)
+    drift = max((a - b).abs().max().item() for a, b in zip(fp32.actor.parameters(), bf16.actor.parameters(),
+                                                            strict=True))
+    assert drift < 20 * fp32.hp.lr  # each Adam step moves a weight by at most ~lr
