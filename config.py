@@ -44,7 +44,7 @@ class TrainConfig:
     gamma: float = 0.99
     tau: float = 0.005
     grad_clip: float = 1.0  # 0 disables
-    reward_scale: float = 0.01
+    reward_scale: float = 0.1
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
     layer_norm: bool = True
