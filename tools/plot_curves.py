@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-dir", default="logs", type=Path)
     parser.add_argument("--output", default=Path("assets/curves"), type=Path)
     args = parser.parse_args(argv)
-    scalars = load_scalars(args.log_dir)
+    scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
     if not scalars:
         print(f"error: no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir", file=sys.stderr)
         return 2
