@@ -1,6 +1,6 @@
 """Train SAC on PushT (or any gymnasium Box env): resumable, checkpointed, logged to TensorBoard.
 
-    python train.py [--config FILE] [--set KEY=VALUE ...] [--no-resume]
+    python train.py [--config FILE] [--set KEY=VALUE ...] [--no-resume [--overwrite]]
 
 Exit codes: 0 done, 1 numerical fault, 2 bad input, 130 interrupted after saving.
 """
@@ -26,7 +26,14 @@ from env.pusht_wrapper import make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
-from sac.checkpoint import atomic_save, checkpoint_name, ensure_writable_dir, load_latest, prune_checkpoints
+from sac.checkpoint import (
+    atomic_save,
+    checkpoint_name,
+    ensure_writable_dir,
+    list_checkpoints,
+    load_latest,
+    prune_checkpoints,
+)
 from sac.utils import rng_state, seed_everything, set_rng_state
 
 EXIT_NUMERICAL_FAULT = 1
@@ -93,11 +100,13 @@ class Trainer:
             if saved.get(key) != getattr(self.config, key):
                 raise ConfigError(
                     f"checkpoint {str(path)!r} was trained with {key}={saved.get(key)!r}, the config says "
-                    f"{getattr(self.config, key)!r}; use --no-resume or another checkpoint_dir")
+                    f"{getattr(self.config, key)!r}; use another checkpoint_dir "
+                    f"(or --no-resume --overwrite to discard it)")
         if (state["obs_dim"], state["act_dim"]) != (self.agent.obs_dim, self.agent.act_dim):
             raise ConfigError(
                 f"checkpoint {str(path)!r} has obs/action sizes {state['obs_dim']}/{state['act_dim']}, the env has "
-                f"{self.agent.obs_dim}/{self.agent.act_dim}; use --no-resume or another checkpoint_dir")
+                f"{self.agent.obs_dim}/{self.agent.act_dim}; use another checkpoint_dir (or --no-resume --overwrite to "
+                f"discard it)")
         self.agent.load_state_dict(state["agent"])
         self.buffer.load_state_dict(state["buffer"])
         self.global_step, self.episode, self.updates = state["global_step"], state["episode"], state["updates"]
@@ -202,13 +211,25 @@ class Trainer:
             if self.updates % cfg.log_every == 0:
                 self.log_updates(writer, metrics)
 
-    def train(self, resume: bool) -> int:
+    def discard_previous_run(self, overwrite: bool) -> None:
+        """A fresh start never mixes with an earlier run's files: refuse, or delete them on --overwrite."""
+        cfg = self.config
+        old = list_checkpoints(cfg.checkpoint_dir) + sorted(Path(cfg.log_dir).glob("events.out.tfevents.*"))
+        if old and not overwrite:
+            raise ConfigError(f"{cfg.checkpoint_dir!r} or {cfg.log_dir!r} holds an earlier run; run without "
+                              f"--no-resume to continue it, add --overwrite to delete it, or choose other folders")
+        for path in old:
+            path.unlink()
+
+    def train(self, resume: bool, overwrite: bool = False) -> int:
         cfg = self.config
         for option, directory in (("checkpoint_dir", cfg.checkpoint_dir), ("log_dir", cfg.log_dir)):
             try:
                 ensure_writable_dir(directory)
             except OSError as err:
                 raise ConfigError(f"{option}: {err}; set {option} to a writable folder") from None
+        if not resume:
+            self.discard_previous_run(overwrite)
         resumed_from = self.try_resume() if resume else None
         if resumed_from is not None:
             tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")
@@ -255,7 +276,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", help="YAML config file (default: the embedded default recipe)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key; dotted for the env section, e.g. env.step_cost=0.5")
-    parser.add_argument("--no-resume", action="store_true", help="start fresh even if checkpoints exist")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="start fresh; refused if checkpoint_dir or log_dir holds an earlier run, "
+                             "unless --overwrite")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="with --no-resume: delete the earlier run's checkpoints and TensorBoard files first")
     return parser.parse_args(argv)
 
 
@@ -263,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = load_config(args.config, args.set)
-        return Trainer(config).train(resume=not args.no_resume)
+        if args.overwrite and not args.no_resume:
+            raise ConfigError("--overwrite only applies with --no-resume (a resumed run keeps its files)")
+        return Trainer(config).train(resume=not args.no_resume, overwrite=args.overwrite)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

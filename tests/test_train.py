@@ -47,12 +47,17 @@ def test_tiny_run_writes_checkpoints_and_tags_then_resumes(tmp_path, tiny_train_
     assert steps == [300, 600, 900]
 
 
-def test_no_resume_starts_fresh(tmp_path, tiny_train_args):
+def test_no_resume_refuses_to_mix_with_an_earlier_run_unless_overwrite(tmp_path, tiny_train_args):
     args = [a.replace("episodes=2", "episodes=1") for a in tiny_train_args]
     assert run_script("train.py", "--no-resume", *args).returncode == 0
-    again = run_script("train.py", "--no-resume", *args)
+    before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+    refused = run_script("train.py", "--no-resume", *args, timeout=60)
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before
+    again = run_script("train.py", "--no-resume", "--overwrite", *args)
     assert again.returncode == 0
     assert "resumed from" not in again.stdout + again.stderr
+    assert len(list((tmp_path / "logs").glob("events.out.tfevents.*"))) == 1
 
 
 @pytest.mark.parametrize("args,fragment", [
