@@ -31,8 +31,8 @@ class ConfigError(ValueError):
 class TrainConfig:
     seed: int = 0
     env_id: str = PUSHT_ENV_ID
-    episodes: int = 3000
-    max_env_steps: int = 0  # 0 = no cap
+    episodes: int = 20_000
+    max_env_steps: int = 550_000  # 0 = no cap; the shipped policy is the recipe at 549k steps
     start_steps: int = 5000  # uniform random actions before the policy acts
     update_after: int = 5000  # env steps before the first gradient update
     update_every: int = 1  # env steps between update rounds
