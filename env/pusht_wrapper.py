@@ -110,7 +110,8 @@ class PushTWrapper(gym.Wrapper):
         """Env units → [-1, 1] (inverse of `env_action`)."""
         return scale_to_unit(env_action, self._env_low, self._env_high).astype(np.float32)
 
-    def observation(self) -> np.ndarray:
+    def observation(self, keypoints: np.ndarray) -> np.ndarray:
+        """The normalised observation; `keypoints` are the block's current 8 keypoints (env units)."""
         pusht = self.pusht
         agent = np.asarray(pusht.agent.position, dtype=np.float64)
         block = np.asarray(pusht.block.position, dtype=np.float64)
@@ -118,16 +119,16 @@ class PushTWrapper(gym.Wrapper):
         parts = [agent / (BOARD_SIZE / 2) - 1.0, block / (BOARD_SIZE / 2) - 1.0, [np.sin(angle), np.cos(angle)]]
         if self.options.features == "rich":
             velocity = np.clip(np.asarray(pusht.agent.velocity) / VELOCITY_SCALE, -1.0, 1.0)
-            offsets = (block_keypoints(pusht) - self._goal_keypoints) / BOARD_SIZE
+            offsets = (keypoints - self._goal_keypoints) / BOARD_SIZE
             parts += [velocity, offsets.ravel()]
         return np.clip(np.concatenate(parts), -1.0, 1.0).astype(np.float32)
 
-    def _compute_potential(self) -> float:
+    def _compute_potential(self, keypoints: np.ndarray) -> float:
         opts = self.options
         if opts.shaping_keypoints == 0.0 and opts.shaping_agent_block == 0.0:
             return 0.0
         pusht = self.pusht
-        keypoint_distance = np.linalg.norm(block_keypoints(pusht) - self._goal_keypoints, axis=1).mean()
+        keypoint_distance = np.linalg.norm(keypoints - self._goal_keypoints, axis=1).mean()
         agent_block = np.linalg.norm(np.asarray(pusht.agent.position) - np.asarray(pusht.block.position))
         return -(opts.shaping_keypoints * keypoint_distance + opts.shaping_agent_block * agent_block) / BOARD_SIZE
 
@@ -150,19 +151,21 @@ class PushTWrapper(gym.Wrapper):
                 _, info = self.env.reset(options={"reset_to_state": self._curriculum_start()})
         if self._goal_keypoints is None:
             self._goal_keypoints = goal_keypoints(self.pusht)
-        self._potential = self._compute_potential()
+        keypoints = block_keypoints(self.pusht)
+        self._potential = self._compute_potential(keypoints)
         info = dict(info, raw_reward=0.0, coverage=float(self.pusht._get_coverage()))
-        return self.observation(), info
+        return self.observation(keypoints), info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         _, raw_reward, terminated, truncated, info = self.env.step(self.env_action(action))
         opts = self.options
-        potential = self._compute_potential()
+        keypoints = block_keypoints(self.pusht)
+        potential = self._compute_potential(keypoints)
         reward = (float(raw_reward) - opts.step_cost + opts.success_bonus * float(info["is_success"])
                   + opts.shaping_gamma * potential - self._potential)
         self._potential = potential
         info = dict(info, raw_reward=float(raw_reward), env_action=self.env_action(action))
-        return self.observation(), reward, terminated, truncated, info
+        return self.observation(keypoints), reward, terminated, truncated, info
 
 
 def make_env(env_id: str = PUSHT_ENV_ID, options: PushTOptions | None = None,
