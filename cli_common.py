@@ -13,6 +13,10 @@ from eval_protocol import Policy, eval_env_options
 from policy_io import LoadedPolicy, load_policy, policy_from_data
 from sac.checkpoint import CheckpointError, ensure_writable_dir, load_latest
 
+# The command-line contract's exit codes (PROTOCOL.md), shared by every script.
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
 
 class BadInput(Exception):
     """A problem with the command line or its files, phrased as one line that says what to do."""

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from cli_common import BadInput, env_spec, load_checked_policy, random_policy
+from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, env_spec, load_checked_policy, random_policy
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
@@ -49,8 +49,6 @@ from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from policy_io import LoadedPolicy, load_policy
 
 EXIT_SHORT = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 DEFAULT_POLICY = Path("assets/policy.pt")
 COLLECTION_FORMAT = "pusht_sac.collection/1"
 EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)

@@ -28,9 +28,17 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from cli_common import BadInput, check_writable_dir, env_spec, load_checked_policy, random_policy
+from cli_common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    BadInput,
+    check_writable_dir,
+    env_spec,
+    load_checked_policy,
+    random_policy,
+)
 from config import TrainConfig
-from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
 from eval_protocol import (
     EVAL_START_SEED,
     PROTOCOL_NAME,
@@ -40,9 +48,6 @@ from eval_protocol import (
 )
 from policy_io import LoadedPolicy, load_policy
 
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-VIDEO_FPS = 10  # the env's control rate, so videos play in real time
 GIF_SIZE = 256
 
 
@@ -79,7 +84,7 @@ class Evaluator:
         self.env.unwrapped._last_action = None
         partial = Path(self.job.video_dir) / f".seed{seed}.partial.mp4"
         # macro_block_size=8: 680 is a multiple of 8, so ffmpeg keeps the frame size instead of padding to 688.
-        writer = (imageio.get_writer(partial, format="FFMPEG", fps=VIDEO_FPS, macro_block_size=8)
+        writer = (imageio.get_writer(partial, format="FFMPEG", fps=CONTROL_HZ, macro_block_size=8)
                   if record_video else None)
         gif_frames: list[np.ndarray] = []
 
@@ -101,7 +106,7 @@ class Evaluator:
             partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
             os.replace(partial, partial.with_name(video_name(seed, record.success)))
         if record_gif:
-            iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / VIDEO_FPS, loop=0)
+            iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
         return record
 
 

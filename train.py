@@ -21,6 +21,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from config import ConfigError, TrainConfig, load_config
 from env.pusht_wrapper import make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
@@ -37,8 +38,6 @@ from sac.checkpoint import (
 from sac.utils import rng_state, seed_everything, set_rng_state
 
 EXIT_NUMERICAL_FAULT = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 # Keys that fix the shape of what a checkpoint holds; resuming with other values is refused.
 STRUCTURAL_KEYS = ("env_id", "hidden_dim", "buffer_size", "layer_norm")
 

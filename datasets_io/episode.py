@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from env.pusht_wrapper import MAX_EPISODE_STEPS, block_keypoints
+from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
 from eval_protocol import Policy, run_episode
 
 TASK = "Push the T-shaped block onto the T-shaped target."
-FPS = 10
+FPS = CONTROL_HZ
 STATE_KEYS = ("agent_pos", "keypoints", "block_pose", "n_contacts")
 
 

@@ -30,6 +30,7 @@ PUSHT_ENV_ID = "gym_pusht/PushT-v0"
 BOARD_SIZE = 512.0
 VELOCITY_SCALE = 2000.0
 MAX_EPISODE_STEPS = 300
+CONTROL_HZ = 10  # gym-pusht steps the policy at 10 Hz: the fps of videos and datasets
 FEATURE_SETS = ("seed", "rich")
 
 
