@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from config import ConfigError, TrainConfig, load_config
-from env.pusht_wrapper import make_env
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
@@ -60,17 +60,20 @@ class Trainer:
             torch.set_num_threads(config.threads)
         config.env.shaping_gamma = config.gamma
         seed_everything(config.seed)
-        self.env = make_env(config.env_id, config.env)
+        self.env = make_env(config.env_id, config.env, decisions=True)
         self.eval_env = make_env(config.env_id, eval_env_options(config.env))
         obs_dim = int(np.prod(self.env.observation_space.shape))
         act_dim = int(np.prod(self.env.action_space.shape))
-        hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=config.gamma, tau=config.tau,
+        # A decision spans decision_steps env steps: the next one is bootstrapped with γ^decision_steps.
+        decision_gamma = config.gamma ** decision_steps(config)
+        hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=decision_gamma, tau=config.tau,
                             grad_clip=config.grad_clip, target_entropy=config.target_entropy,
                             init_alpha=config.init_alpha, layer_norm=config.layer_norm, bf16=config.bf16,
                             compile=config.compile)
         self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
         self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
-        self.global_step = 0
+        self.global_step = 0  # env steps
+        self.decisions = 0  # agent transitions (= env steps unless a decision spans several)
         self.episode = 0
         self.updates = 0
         self.recent_returns: deque[float] = deque(maxlen=100)
@@ -86,6 +89,7 @@ class Trainer:
             "agent": self.agent.state_dict(),
             "buffer": self.buffer.state_dict(),
             "global_step": self.global_step,
+            "decisions": self.decisions,
             "episode": self.episode,
             "updates": self.updates,
             "recent_returns": list(self.recent_returns),
@@ -109,6 +113,7 @@ class Trainer:
         self.agent.load_state_dict(state["agent"])
         self.buffer.load_state_dict(state["buffer"])
         self.global_step, self.episode, self.updates = state["global_step"], state["episode"], state["updates"]
+        self.decisions = state.get("decisions", self.global_step)
         self.recent_returns.extend(state["recent_returns"])
         set_rng_state(state["rng"])
 
@@ -176,15 +181,17 @@ class Trainer:
             next_obs, reward, terminated, truncated, info = self.env.step(action)
             self.buffer.add(obs, action, reward * cfg.reward_scale, next_obs, terminated)
             obs = next_obs
-            self.global_step += 1
-            length += 1
+            steps = int(info.get("env_steps", 1))
+            self.global_step += steps
+            self.decisions += 1
+            length += steps
             raw_return += float(info.get("raw_reward", reward))
             train_return += float(reward)
             success = success or bool(info.get("is_success", False))
             max_coverage = max(max_coverage, float(info.get("coverage", 0.0)))
             done = terminated or truncated
             self.train_step(writer)
-            if cfg.eval_every and self.global_step % cfg.eval_every == 0:
+            if cfg.eval_every and self.global_step // cfg.eval_every > (self.global_step - steps) // cfg.eval_every:
                 summary = self.evaluate()
                 writer.add_scalar("Eval/success_rate", summary["success_rate"], self.global_step)
                 writer.add_scalar("Eval/mean_max_reward", summary["mean_max_reward"], self.global_step)
@@ -202,7 +209,7 @@ class Trainer:
 
     def train_step(self, writer: SummaryWriter) -> None:
         cfg = self.config
-        if self.global_step < cfg.update_after or self.global_step % cfg.update_every:
+        if self.global_step < cfg.update_after or self.decisions % cfg.update_every:
             return
         for _ in range(cfg.num_updates):
             metrics = self.agent.update(self.buffer.sample(cfg.batch_size))
@@ -268,6 +275,11 @@ class Trainer:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_signal = signum
+
+
+def decision_steps(config: TrainConfig) -> int:
+    """Env steps per agent decision: >1 only for PushT's waypoint mode."""
+    return config.env.decision_steps if config.env_id == PUSHT_ENV_ID else 1
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

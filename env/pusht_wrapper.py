@@ -6,7 +6,12 @@ Observation (`features="seed"`, 6 dims), every entry in [-1, 1]:
 `features="rich"` appends (24 dims in all):
     agent velocity v / 2000 clipped to [-1, 1] (the PD controller's momentum, hidden in the state);
     the block's 8 keypoints minus the goal pose's 8 keypoints, / 512, in (x, y) pairs.
-Action: a ∈ [-1, 1]² → PD target 256·(a + 1) ∈ [0, 512]².
+Action (`action_mode="absolute"`, the default): a ∈ [-1, 1]² → PD target 256·(a + 1) ∈ [0, 512]².
+Action (`action_mode="waypoint"`, the demonstrator): every `decision_steps` env steps the policy picks a
+waypoint 256·(a + 1); between decisions the action is ignored. Each env step the PD target moves toward the
+waypoint by at most `target_speed` px and stays within `max_lead` px of the agent, so the target moves
+smoothly and predictably (a PD agent cruising at v px/step trails its target by k_v·v·hz/k_p = 2v px).
+The observation then appends the current target (p / 256 − 1): it is state once targets move gradually.
 
 Training reward = raw − step_cost + success_bonus·[success] + potential shaping
     F = γ Φ(s') − Φ(s),  Φ = −(w_kp · mean keypoint distance to goal + w_ab · agent-to-block distance) / 512.
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from env.decisions import DecisionWrapper
 from sac.utils import scale_to_range, scale_to_unit
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -32,6 +38,7 @@ VELOCITY_SCALE = 2000.0
 MAX_EPISODE_STEPS = 300
 CONTROL_HZ = 10  # gym-pusht steps the policy at 10 Hz: the fps of videos and datasets
 FEATURE_SETS = ("seed", "rich")
+ACTION_MODES = ("absolute", "waypoint")
 
 
 @dataclass
@@ -47,10 +54,24 @@ class PushTOptions:
     goal_start_prob: float = 0.0  # training curriculum: chance to start with the block near the goal
     goal_start_position_noise: float = 40.0  # px
     goal_start_angle_noise: float = 0.6  # rad
+    action_mode: str = "absolute"  # "waypoint": rate-limited targets, a decision every decision_steps
+    decision_steps: int = 1  # waypoint mode: env steps per policy decision
+    target_speed: float = 15.0  # waypoint mode: max PD-target motion per env step, px
+    max_lead: float = 40.0  # waypoint mode: max distance of the PD target from the agent, px (0 = no limit)
 
     def validate(self) -> None:
         if self.features not in FEATURE_SETS:
             raise ValueError(f"env.features must be one of {FEATURE_SETS}, got {self.features!r}")
+        if self.action_mode not in ACTION_MODES:
+            raise ValueError(f"env.action_mode must be one of {ACTION_MODES}, got {self.action_mode!r}")
+        if self.decision_steps < 1:
+            raise ValueError(f"env.decision_steps must be >= 1, got {self.decision_steps}")
+        if self.action_mode == "absolute" and self.decision_steps != 1:
+            raise ValueError("env.decision_steps > 1 needs env.action_mode=waypoint")
+        if not self.target_speed > 0:
+            raise ValueError(f"env.target_speed must be > 0 px, got {self.target_speed}")
+        if self.max_lead < 0:
+            raise ValueError(f"env.max_lead must be >= 0 px (0 = no limit), got {self.max_lead}")
         if not 0.0 <= self.goal_start_prob <= 1.0:
             raise ValueError(f"env.goal_start_prob must be in [0, 1], got {self.goal_start_prob}")
         if not 0.0 <= self.shaping_gamma <= 1.0:
@@ -60,6 +81,12 @@ class PushTOptions:
 def block_keypoints(pusht: gym.Env) -> np.ndarray:
     """The block's 8 corner keypoints in env units, shape (8, 2)."""
     return pusht.get_keypoints(pusht._block_shapes)
+
+
+def clip_norm(vector: np.ndarray, limit: float) -> np.ndarray:
+    """`vector` shortened to length `limit` if it is longer."""
+    norm = float(np.linalg.norm(vector))
+    return vector * (limit / norm) if norm > limit else vector
 
 
 def _rotation(angle: float) -> np.ndarray:
@@ -91,13 +118,17 @@ class PushTWrapper(gym.Wrapper):
         super().__init__(env)
         self.options = options or PushTOptions()
         self.options.validate()
-        obs_dim = 6 if self.options.features == "seed" else 24
+        self.waypoint_mode = self.options.action_mode == "waypoint"
+        obs_dim = (6 if self.options.features == "seed" else 24) + 2 * self.waypoint_mode
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (obs_dim,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self._env_low = np.zeros(2)
         self._env_high = np.full(2, BOARD_SIZE)
         self._goal_keypoints: np.ndarray | None = None
         self._potential = 0.0
+        self._target = np.zeros(2)  # waypoint mode: the PD target sent last, env units
+        self._waypoint = np.zeros(2)
+        self._steps = 0  # env steps since reset
 
     @property
     def pusht(self) -> gym.Env:
@@ -122,6 +153,8 @@ class PushTWrapper(gym.Wrapper):
             velocity = np.clip(np.asarray(pusht.agent.velocity) / VELOCITY_SCALE, -1.0, 1.0)
             offsets = (keypoints - self._goal_keypoints) / BOARD_SIZE
             parts += [velocity, offsets.ravel()]
+        if self.waypoint_mode:
+            parts.append(self._target / (BOARD_SIZE / 2) - 1.0)
         return np.clip(np.concatenate(parts), -1.0, 1.0).astype(np.float32)
 
     def _compute_potential(self, keypoints: np.ndarray) -> float:
@@ -150,6 +183,9 @@ class PushTWrapper(gym.Wrapper):
         if self.options.goal_start_prob > 0 and (options or {}).get("reset_to_state") is None:
             if self.pusht.np_random.random() < self.options.goal_start_prob:
                 _, info = self.env.reset(options={"reset_to_state": self._curriculum_start()})
+        self._steps = 0
+        self._target = np.asarray(self.pusht.agent.position, dtype=np.float64)
+        self._waypoint = self._target.copy()
         if self._goal_keypoints is None:
             self._goal_keypoints = goal_keypoints(self.pusht)
         keypoints = block_keypoints(self.pusht)
@@ -157,27 +193,50 @@ class PushTWrapper(gym.Wrapper):
         info = dict(info, raw_reward=0.0, coverage=float(self.pusht._get_coverage()))
         return self.observation(keypoints), info
 
+    def target_for(self, action: np.ndarray) -> np.ndarray:
+        """The PD target this step sends for `action` (env units, float32); advances the waypoint state."""
+        if not self.waypoint_mode:
+            return self.env_action(action)
+        opts = self.options
+        if self._steps % opts.decision_steps == 0:
+            self._waypoint = self.env_action(action).astype(np.float64)
+        target = self._target + clip_norm(self._waypoint - self._target, opts.target_speed)
+        if opts.max_lead > 0:
+            agent = np.asarray(self.pusht.agent.position, dtype=np.float64)
+            target = agent + clip_norm(target - agent, opts.max_lead)
+        self._target = np.clip(target, 0.0, BOARD_SIZE)
+        return self._target.astype(np.float32)
+
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
-        _, raw_reward, terminated, truncated, info = self.env.step(self.env_action(action))
+        target = self.target_for(action)
+        self._steps += 1
+        _, raw_reward, terminated, truncated, info = self.env.step(target)
         opts = self.options
         keypoints = block_keypoints(self.pusht)
         potential = self._compute_potential(keypoints)
         reward = (float(raw_reward) - opts.step_cost + opts.success_bonus * float(info["is_success"])
                   + opts.shaping_gamma * potential - self._potential)
         self._potential = potential
-        info = dict(info, raw_reward=float(raw_reward), env_action=self.env_action(action))
+        info = dict(info, raw_reward=float(raw_reward), env_action=target)
         return self.observation(keypoints), reward, terminated, truncated, info
 
 
 def make_env(env_id: str = PUSHT_ENV_ID, options: PushTOptions | None = None,
-             render_mode: str = "rgb_array", **pusht_kwargs) -> gym.Env:
-    """PushT behind `PushTWrapper`, or any other Box env with actions rescaled to [-1, 1]."""
+             render_mode: str = "rgb_array", decisions: bool = False, **pusht_kwargs) -> gym.Env:
+    """PushT behind `PushTWrapper`, or any other Box env with actions rescaled to [-1, 1].
+
+    `decisions=True` (training) makes one `step` a whole decision of `options.decision_steps` env steps
+    (`DecisionWrapper`); otherwise every `step` is one env step, so rollouts record every frame.
+    """
     if env_id == PUSHT_ENV_ID:
         import gym_pusht  # noqa: F401  (registers the environment)
 
         base = gym.make(env_id, obs_type="state", render_mode=render_mode,
                         max_episode_steps=MAX_EPISODE_STEPS, **pusht_kwargs)
-        return PushTWrapper(base, options)
+        env = PushTWrapper(base, options)
+        if decisions and env.options.decision_steps > 1:
+            return DecisionWrapper(env, env.options.decision_steps, env.options.shaping_gamma)
+        return env
     env = gym.make(env_id)
     if not isinstance(env.action_space, gym.spaces.Box) or not isinstance(env.observation_space, gym.spaces.Box):
         raise ValueError(f"{env_id} must have Box observation and action spaces")
