@@ -15,6 +15,7 @@ from sac.checkpoint import CheckpointError, ensure_writable_dir, load_latest
 
 # The command-line contract's exit codes (PROTOCOL.md), shared by every script.
 EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 74  # sysexits' EX_IOERR: a file could not be written (full disk, I/O error); nothing torn
 EXIT_INTERRUPTED = 130
 
 

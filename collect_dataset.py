@@ -17,7 +17,8 @@ Default policy: assets/policy.pt if present, else the newest checkpoint in --che
 The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/staging.py): an interrupted run
 (Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how to go on.
 Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a
-mismatch; 2 bad input (one line on stderr); 130 interrupted (complete episodes saved; continue with --resume).
+mismatch; 2 bad input (one line on stderr); 74 the dataset could not be written (e.g. full disk: the partial build
+is removed, DIR is as it was); 130 interrupted (complete episodes saved; continue with --resume).
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, env_spec, load_checked_policy, random_policy
+from cli_common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_WRITE_FAILED,
+    BadInput,
+    env_spec,
+    load_checked_policy,
+    random_policy,
+)
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
@@ -47,6 +56,7 @@ from datasets_io.verify import verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from policy_io import LoadedPolicy, load_policy
+from sac.checkpoint import WriteError, guarded_write
 
 EXIT_SHORT = 1
 DEFAULT_POLICY = Path("assets/policy.pt")
@@ -289,16 +299,20 @@ def collect(plan: Plan) -> int:
     attempted = kept = frames = successes = 0
     started = time.perf_counter()
     seeds = range(plan.start_seed, plan.start_seed + plan.max_attempts)
+    unchanged = f"{str(plan.output)!r} is as it was before this run" if plan.mode != "new" else "nothing was kept"
+    advice = f"{unchanged}; free space or choose an --output on another disk, then run the same command again"
     try:
-        writers = make_writers(stage.path, plan)
+        with guarded_write(stage.path, advice):
+            writers = make_writers(stage.path, plan)
         with (contextlib.closing(rollouts(plan.job, plan.policy, seeds, plan.workers)) as episodes,
               tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress):
             for episode in episodes:
                 attempted += 1
                 successes += episode.success
                 if episode.success or plan.keep_failures:
-                    for writer in writers:
-                        writer.add(episode)
+                    with guarded_write(stage.path, advice):
+                        for writer in writers:
+                            writer.add(episode)
                     kept += 1
                     frames += episode.length
                     progress.update(1)
@@ -310,9 +324,10 @@ def collect(plan: Plan) -> int:
             stage.discard()
         else:
             record = collection_record(plan, attempted, kept)
-            for writer in writers:
-                writer.close(record)
-            stage.commit()
+            with guarded_write(stage.path, advice):
+                for writer in writers:
+                    writer.close(record)
+                stage.commit()
     except BaseException:
         stage.discard()
         raise
@@ -398,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
         print("interrupted; nothing saved by this run", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -35,7 +35,7 @@ class TrainConfig:
     max_env_steps: int = 550_000  # 0 = no cap; the shipped policy is the recipe at 549k steps
     start_steps: int = 5000  # uniform random actions before the policy acts
     update_after: int = 5000  # env steps before the first gradient update
-    update_every: int = 1  # env steps between update rounds
+    update_every: int = 1  # agent steps (decisions; = env steps unless env.decision_steps > 1) between update rounds
     num_updates: int = 1  # gradient steps per round
     batch_size: int = 256
     buffer_size: int = 1_000_000
@@ -51,6 +51,7 @@ class TrainConfig:
     bf16: bool = False  # bfloat16 autocast in updates (see README "Speed")
     compile: bool = False  # torch.compile the update
     checkpoint_every: int = 100  # episodes
+    checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
     keep_checkpoints: int = 3
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "logs"
@@ -68,7 +69,7 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ["max_env_steps", "start_steps", "update_after", "eval_every", "eval_episodes", "threads",
-                     "grad_clip"]:
+                     "grad_clip", "checkpoint_every_steps"]:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ["lr", "reward_scale", "init_alpha"]:

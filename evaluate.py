@@ -5,7 +5,8 @@
                        [--workers 1]
 
 Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used.
-Exit codes: 0 done, 2 bad input (one line on stderr), 130 interrupted (nothing written).
+Exit codes: 0 done, 2 bad input (one line on stderr), 74 an output file could not be written (e.g. full disk;
+nothing torn is left), 130 interrupted (nothing written).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tqdm import tqdm
 from cli_common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
+    EXIT_WRITE_FAILED,
     BadInput,
     check_writable_dir,
     env_spec,
@@ -47,6 +49,7 @@ from eval_protocol import (
     summarize,
 )
 from policy_io import LoadedPolicy, load_policy
+from sac.checkpoint import WriteError, guarded_write
 
 GIF_SIZE = 256
 
@@ -87,6 +90,7 @@ class Evaluator:
         writer = (imageio.get_writer(partial, format="FFMPEG", fps=CONTROL_HZ, macro_block_size=8)
                   if record_video else None)
         gif_frames: list[np.ndarray] = []
+        advice = "free space or pass --video-dir / --gif on another disk, then run again"
 
         def capture(env: gym.Env) -> None:
             frame = env.render()  # gym-pusht: _render(visualize=True), 680x680 with the action target marker
@@ -97,16 +101,22 @@ class Evaluator:
                 gif_frames.append(np.asarray(small))
 
         try:
-            record = run_episode(self.env, policy, seed, on_step=capture)
-        finally:
-            if writer is not None:
-                writer.close()
+            with guarded_write(partial, advice):
+                try:
+                    record = run_episode(self.env, policy, seed, on_step=capture)
+                finally:
+                    if writer is not None:
+                        writer.close()
+        except WriteError:
+            partial.unlink(missing_ok=True)
+            raise
         if writer is not None:
             # A rerun may flip the outcome; drop the other name so each seed has exactly one video.
             partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
             os.replace(partial, partial.with_name(video_name(seed, record.success)))
         if record_gif:
-            iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
+            with guarded_write(self.job.gif, advice):
+                iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
         return record
 
 
@@ -241,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except KeyboardInterrupt:
         print("interrupted; nothing written", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -255,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
         "episodes": [r.to_json() for r in records],
         "summary": summarize(records),
     }
-    write_json_atomic(Path(args.output), result)
+    try:
+        with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
+            write_json_atomic(Path(args.output), result)
+    except WriteError as err:
+        print_table(result)
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     print_table(result)
     print(f"wrote {args.output}" + (f"; videos in {args.video_dir}/" if args.videos else ""))
     return 0

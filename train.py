@@ -2,7 +2,8 @@
 
     python train.py [--config FILE] [--set KEY=VALUE ...] [--no-resume [--overwrite]]
 
-Exit codes: 0 done, 1 numerical fault, 2 bad input, 130 interrupted after saving.
+Exit codes: 0 done, 1 numerical fault, 2 bad input, 74 a checkpoint could not be written (e.g. full disk;
+the previous checkpoint is intact), 130 interrupted after saving.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_WRITE_FAILED
 from config import ConfigError, TrainConfig, load_config
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
 from sac.checkpoint import (
+    WriteError,
     atomic_save,
     checkpoint_name,
     ensure_writable_dir,
+    guarded_write,
     list_checkpoints,
     load_latest,
     prune_checkpoints,
@@ -77,6 +80,8 @@ class Trainer:
         self.episode = 0
         self.updates = 0
         self.recent_returns: deque[float] = deque(maxlen=100)
+        self.recent_successes: deque[bool] = deque(maxlen=100)
+        self.last_checkpoint_step = 0
         self.stop_signal: int | None = None
 
     # ---- checkpoints -------------------------------------------------------------------------
@@ -93,6 +98,7 @@ class Trainer:
             "episode": self.episode,
             "updates": self.updates,
             "recent_returns": list(self.recent_returns),
+            "recent_successes": list(self.recent_successes),
             "rng": rng_state(),
             "policy": policy_payload(self.agent.actor, self.config.env_id, asdict(self.config.env), self.global_step),
         }
@@ -115,14 +121,40 @@ class Trainer:
         self.global_step, self.episode, self.updates = state["global_step"], state["episode"], state["updates"]
         self.decisions = state.get("decisions", self.global_step)
         self.recent_returns.extend(state["recent_returns"])
+        self.recent_successes.extend(state.get("recent_successes", []))
+        self.last_checkpoint_step = self.global_step
         set_rng_state(state["rng"])
 
     def save_checkpoint(self) -> Path:
-        """Refuses to save non-finite weights, so the newest checkpoint is always a good one."""
+        """Refuses to save non-finite weights, so the newest checkpoint is always a good one.
+
+        A failed write (full disk, I/O error) raises `WriteError`; the previous checkpoints are untouched.
+        """
         self.check_finite_parameters()
-        path = atomic_save(self.state_dict(), Path(self.config.checkpoint_dir) / checkpoint_name(self.global_step))
-        prune_checkpoints(self.config.checkpoint_dir, self.config.keep_checkpoints)
+        directory = self.config.checkpoint_dir
+        path = Path(directory) / checkpoint_name(self.global_step)
+        started = time.perf_counter()
+        with guarded_write(path, f"the previous checkpoints in {directory!r} are intact: set checkpoint_dir to a "
+                                 f"disk with space, or free space, and run the same command to resume"):
+            atomic_save(self.state_dict(), path)
+        prune_checkpoints(directory, self.config.keep_checkpoints)
+        self.last_checkpoint_step = self.global_step
+        tqdm.write(f"checkpoint {path} at env step {self.global_step}: {path.stat().st_size / 1e6:.1f} MB in "
+                   f"{time.perf_counter() - started:.1f} s")
         return path
+
+    def checkpoint_due(self) -> bool:
+        """After every `checkpoint_every` episodes, or `checkpoint_every_steps` env steps when that is set."""
+        cfg = self.config
+        if cfg.checkpoint_every_steps:
+            return self.global_step - self.last_checkpoint_step >= cfg.checkpoint_every_steps
+        return self.episode % cfg.checkpoint_every == 0
+
+    def counts_env_steps(self) -> bool:
+        """True when the env-step cap, not the episode count, will end the run: the progress bar's unit."""
+        cfg = self.config
+        longest = self.eval_env.spec.max_episode_steps if self.eval_env.spec else None
+        return cfg.max_env_steps > 0 and (longest is None or cfg.episodes * longest > cfg.max_env_steps)
 
     def check_finite_parameters(self) -> None:
         tensors = [*self.agent.actor.parameters(), *self.agent.critic.parameters(), self.agent.log_alpha]
@@ -199,6 +231,7 @@ class Trainer:
                 writer.add_scalar("Eval/mean_return", summary["mean_return"], self.global_step)
         self.episode += 1
         self.recent_returns.append(raw_return)
+        self.recent_successes.append(success)
         writer.add_scalar("Reward/episode", raw_return, self.global_step)
         writer.add_scalar("Reward/mean_100", float(np.mean(self.recent_returns)), self.global_step)
         writer.add_scalar("Reward/episode_train", train_return, self.global_step)
@@ -241,21 +274,30 @@ class Trainer:
             tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")
         writer = SummaryWriter(cfg.log_dir, purge_step=self.global_step + 1 if resumed_from else None)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        progress = tqdm(total=cfg.episodes, initial=self.episode, unit="ep", dynamic_ncols=True)
+        by_steps = self.counts_env_steps()
+        progress = (tqdm(total=cfg.max_env_steps, initial=self.global_step, unit="step", unit_scale=True,
+                         dynamic_ncols=True) if by_steps
+                    else tqdm(total=cfg.episodes, initial=self.episode, unit="ep", dynamic_ncols=True))
         clock_step, clock_time = self.global_step, time.perf_counter()
         try:
             while not self.finished():
                 if not self.run_episode(writer):
                     break
-                progress.update(1)
-                progress.set_postfix(step=self.global_step, mean100=f"{np.mean(self.recent_returns):.1f}")
+                progress.update(min(self.global_step, cfg.max_env_steps) - progress.n if by_steps else 1)
+                progress.set_postfix({"ep" if by_steps else "step": self.episode if by_steps else self.global_step,
+                                      "mean100": f"{np.mean(self.recent_returns):.1f}",
+                                      "success100": f"{np.mean(self.recent_successes):.2f}"})
                 now = time.perf_counter()
                 writer.add_scalar("Perf/env_steps_per_sec", (self.global_step - clock_step) / (now - clock_time),
                                   self.global_step)
                 clock_step, clock_time = self.global_step, now
-                if self.episode % cfg.checkpoint_every == 0:
+                if self.checkpoint_due():
                     self.save_checkpoint()
             path = self.save_checkpoint()
+        except WriteError as err:
+            progress.close()
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_WRITE_FAILED
         except NumericalFault as fault:
             progress.close()
             print(f"error: {fault}; training stopped, the newest checkpoint in {cfg.checkpoint_dir} is the last "
@@ -285,8 +327,9 @@ def decision_steps(config: TrainConfig) -> int:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config file (default: the embedded default recipe)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config key; dotted for the env section, e.g. env.step_cost=0.5")
+    parser.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override config keys: one flag takes one or more pairs, and may be repeated; "
+                             "dotted keys for the env section, e.g. --set lr=1e-4 env.step_cost=0.5")
     parser.add_argument("--no-resume", action="store_true",
                         help="start fresh; refused if checkpoint_dir or log_dir holds an earlier run, "
                              "unless --overwrite")

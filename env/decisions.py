@@ -28,7 +28,9 @@ class DecisionWrapper(gym.Wrapper):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
         total, discount, raw, coverage, success = 0.0, 1.0, 0.0, 0.0, False
-        for taken in range(1, self.steps + 1):
+        taken = 0
+        while taken < self.steps:
+            taken += 1
             obs, reward, terminated, truncated, info = self.env.step(action)
             total += discount * float(reward)
             discount *= self.gamma

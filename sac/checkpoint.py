@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,52 @@ class CheckpointError(RuntimeError):
     """A checkpoint file that cannot be used, with the file named in the message."""
 
 
+class WriteError(OSError):
+    """A file could not be written (full disk, I/O error...); the message names it and says what to do."""
+
+
+def _os_error_in(err: BaseException) -> OSError | None:
+    """The OSError behind `err`: torch and others wrap a failed write (e.g. ENOSPC) in their own exception."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def write_error(err: BaseException, path: str | Path, advice: str) -> WriteError:
+    """One sentence for a failed write of `path`: the reason (the OS's words when there is an OSError) and
+    `advice`, what state the user's files are in and what to do."""
+    if isinstance(err, WriteError):
+        return err
+    os_error = _os_error_in(err)
+    if os_error is not None and os_error.errno == errno.ENOSPC:
+        reason = "the disk is full"
+    elif os_error is not None:
+        reason = os_error.strerror or str(os_error)
+    else:
+        reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+    return WriteError(f"could not write {str(path)!r} ({reason}); {advice}")
+
+
+@contextmanager
+def guarded_write(path: str | Path, advice: str) -> Iterator[None]:
+    """Turn any failure of the writes inside into a `WriteError` naming `path` (Ctrl-C passes through)."""
+    try:
+        yield
+    except Exception as err:
+        raise write_error(err, path, advice) from err
+
+
+def umask_mode() -> int:
+    """The permission bits a plain `open()` would give a new file (0o666 minus the umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def checkpoint_name(step: int) -> str:
     return f"ckpt_{step:010d}.pt"
 
@@ -25,12 +74,15 @@ def checkpoint_name(step: int) -> str:
 def atomic_save(obj: Any, path: str | Path) -> Path:
     """torch.save to a temporary file in the same folder, fsync, then rename over `path`.
 
-    A crash at any moment leaves either the old file or the complete new one, never a torn one.
+    A crash at any moment leaves either the old file or the complete new one, never a torn one. The file
+    gets the umask's permissions (mkstemp would make it private). Failed writes propagate (the temp file
+    is removed); callers that talk to users wrap this in `guarded_write`.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "wb") as handle:
             torch.save(obj, handle)
             handle.flush()

@@ -1,0 +1,132 @@
+"""The command line as documented (--set with several pairs, a truthful progress bar, step-based checkpoints),
+file permissions, and a full disk: one error line, exit 74, nothing torn, the previous files intact."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_script
+
+import train
+from config import load_config
+from sac.checkpoint import list_checkpoints, load_file, load_latest
+
+TINY = ["start_steps=150", "update_after=150", "batch_size=32", "hidden_dim=32", "buffer_size=4000",
+        "eval_every=0", "log_every=50", "threads=1"]
+
+
+def folders(tmp: Path) -> list[str]:
+    return [f"checkpoint_dir={tmp / 'ckpt'}", f"log_dir={tmp / 'logs'}"]
+
+
+def test_one_set_flag_takes_several_pairs_and_repeats_still_work():
+    config = load_config(None, ["lr=1e-4", "env.step_cost=0.5", "batch_size=64"])
+    assert (config.lr, config.env.step_cost, config.batch_size) == (1e-4, 0.5, 64)
+    args = train.parse_args(["--set", "lr=1e-4", "batch_size=64", "--set", "env.step_cost=0.5"])
+    assert args.set == ["lr=1e-4", "batch_size=64", "env.step_cost=0.5"]
+
+
+def test_a_bad_pair_among_several_is_one_line_and_exit_2(tmp_path):
+    result = run_script("train.py", "--set", *folders(tmp_path), "episodes=2", "lr=fast", timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: lr expects float, got 'fast'"]
+    assert not (tmp_path / "ckpt").exists() or not list_checkpoints(tmp_path / "ckpt")
+
+
+def test_progress_counts_env_steps_when_the_step_cap_ends_the_run(tmp_path):
+    by_steps = run_script("train.py", "--set", *folders(tmp_path / "a"), *TINY, "episodes=1000",
+                          "max_env_steps=600", "checkpoint_every=1000")
+    assert by_steps.returncode == 0, by_steps.stderr
+    assert "600/600" in by_steps.stderr and "success100=" in by_steps.stderr
+    by_episodes = run_script("train.py", "--set", *folders(tmp_path / "b"), *TINY, "episodes=2")
+    assert by_episodes.returncode == 0, by_episodes.stderr
+    assert "2/2" in by_episodes.stderr and "/550" not in by_episodes.stderr
+
+
+def test_step_based_checkpoints_report_size_and_time(tmp_path):
+    result = run_script("train.py", "--set", *folders(tmp_path), *TINY, "episodes=1000", "max_env_steps=1200",
+                        "checkpoint_every=1000", "checkpoint_every_steps=500", "keep_checkpoints=10")
+    assert result.returncode == 0, result.stderr
+    steps = [int(p.stem.split("_")[1]) for p in list_checkpoints(tmp_path / "ckpt")]
+    assert steps == [600, 1200]  # at the first episode boundary past every 500 steps, and at the end
+    assert "MB in" in result.stdout + result.stderr
+
+
+def test_checkpoints_follow_the_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        result = run_script("train.py", "--set", *folders(tmp_path), *TINY, "episodes=1")
+    finally:
+        os.umask(previous)
+    assert result.returncode == 0, result.stderr
+    (path,) = list_checkpoints(tmp_path / "ckpt")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch, capsys):
+    """The second checkpoint's fsync fails with ENOSPC, as a full disk reports it at the file layer."""
+    config = load_config(None, [*folders(tmp_path), *TINY, "episodes=4", "checkpoint_every=2"])
+    real_fsync = os.fsync
+    state = {"files": 0}
+
+    def fsync_then_full(fd: int) -> None:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            state["files"] += 1
+            if state["files"] == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_then_full)
+    code = train.Trainer(config).train(resume=True)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 74
+    assert err.startswith("error: could not write") and "the disk is full" in err and "resume" in err
+    (kept,) = list_checkpoints(tmp_path / "ckpt")
+    assert load_file(kept)["episode"] == 2
+    assert not list((tmp_path / "ckpt").glob(".*.tmp"))
+    path, _ = load_latest(tmp_path / "ckpt")
+    assert path == kept
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path):
+    """A real 3 MB filesystem, where this machine allows mounting one (root in a container usually does)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def fill(directory: Path, leave: int) -> None:
+    """Write another filler file until `leave` bytes remain free."""
+    free = os.statvfs(directory).f_bavail * os.statvfs(directory).f_frsize
+    with open(directory / f"filler{len(list(directory.glob('filler*')))}", "wb") as handle:
+        handle.write(b"\0" * max(free - leave, 0))
+
+
+def test_full_disk_for_a_dataset_and_an_eval_json(tiny_tmpfs):
+    small = ["--policy", "random", "--keep-failures", "--max-steps", "20", "--format", "both"]
+    first = run_script("collect_dataset.py", *small, "--episodes", "2", "--output", str(tiny_tmpfs / "ds"))
+    assert first.returncode == 0, first.stderr
+    fill(tiny_tmpfs, leave=64 * 1024)
+    more = run_script("collect_dataset.py", *small, "--episodes", "200", "--output", str(tiny_tmpfs / "ds"),
+                      "--resume")
+    assert more.returncode == 74
+    assert "the disk is full" in more.stderr and "is as it was" in more.stderr
+    assert not (tiny_tmpfs / "ds.partial").exists()
+    verified = run_script("collect_dataset.py", "--verify", str(tiny_tmpfs / "ds"))
+    assert verified.returncode == 0 and "2 episodes" in verified.stdout
+    fill(tiny_tmpfs, leave=0)
+    evaluated = run_script("evaluate.py", "--policy", "random", "--episodes", "1", "--videos", "0",
+                           "--output", str(tiny_tmpfs / "eval.json"))
+    assert evaluated.returncode == 74
+    assert evaluated.stderr.strip().splitlines()[-1].startswith("error: could not write")
+    assert not [p for p in tiny_tmpfs.iterdir() if p.name.startswith(".eval.json")]
