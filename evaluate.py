@@ -49,7 +49,7 @@ from eval_protocol import (
     summarize,
 )
 from policy_io import LoadedPolicy, load_policy
-from sac.checkpoint import WriteError, guarded_write
+from sac.checkpoint import WriteError, atomic_write_bytes, guarded_write
 
 GIF_SIZE = 256
 
@@ -177,19 +177,6 @@ def check_output_dirs(args: argparse.Namespace) -> None:
         check_writable_dir(Path(args.gif).parent, "--gif")
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Temporary file in the same folder, then rename: a crash never leaves a torn eval.json."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # open() keeps the umask's permissions, mkstemp would not
-    try:
-        with open(tmp, "w") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def print_table(result: dict) -> None:
     s = result["summary"]
     low, high = s["success_rate_ci95"]
@@ -270,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
-            write_json_atomic(Path(args.output), result)
+            atomic_write_bytes(args.output, (json.dumps(result, indent=2) + "\n").encode())
     except WriteError as err:
         print_table(result)
         print(f"error: {err}", file=sys.stderr)

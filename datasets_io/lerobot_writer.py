@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
-from datasets_io.staging import write_file_atomic
+from sac.checkpoint import atomic_write_bytes
 
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole configuration to stderr otherwise
 
@@ -216,7 +216,7 @@ def _tasks_table() -> pa.Table:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    write_file_atomic(path, (json.dumps(data, indent=4) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(data, indent=4) + "\n").encode())
 
 
 def read_json(root: Path, relative: str) -> dict:

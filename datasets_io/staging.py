@@ -161,15 +161,3 @@ def stage(final: Path, mode: str) -> Staging:
     if is_empty_dir(final):
         final.rmdir()  # an empty target counts as absent; the swap needs the name free
     return Staging(final, partial, fd)
-
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` by rename, never in place: in a resumed staging dir it may be a hard link to the original."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

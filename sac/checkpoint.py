@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -71,12 +71,13 @@ def checkpoint_name(step: int) -> str:
     return f"ckpt_{step:010d}.pt"
 
 
-def atomic_save(obj: Any, path: str | Path) -> Path:
-    """torch.save to a temporary file in the same folder, fsync, then rename over `path`.
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary handle on a temporary file beside `path`; on success it is fsynced and renamed over `path`.
 
-    A crash at any moment leaves either the old file or the complete new one, never a torn one. The file
-    gets the umask's permissions (mkstemp would make it private). Failed writes propagate (the temp file
-    is removed); callers that talk to users wrap this in `guarded_write`.
+    A crash at any moment leaves either the old file or the complete new one, never a torn one; a rename also
+    never edits a hard-linked original in place. The file gets the umask's permissions (mkstemp would make it
+    private). A failed write removes the temp file and propagates; user-facing callers wrap it in `guarded_write`.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +85,7 @@ def atomic_save(obj: Any, path: str | Path) -> Path:
     try:
         os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "wb") as handle:
-            torch.save(obj, handle)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
@@ -96,7 +97,18 @@ def atomic_save(obj: Any, path: str | Path) -> Path:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    return path
+
+
+def atomic_save(obj: Any, path: str | Path) -> Path:
+    """torch.save through `atomic_file`."""
+    with atomic_file(path) as handle:
+        torch.save(obj, handle)
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_file(path) as handle:
+        handle.write(data)
 
 
 def ensure_writable_dir(directory: str | Path) -> None:

@@ -1,0 +1,123 @@
+"""Read any PushT demonstration dataset into one shape: this project's LeRobot v3.0 and zarr datasets, and Diffusion
+Policy replay zarrs such as the human reference (`pusht_cchi_v7_replay.zarr` layout).
+
+Every format yields, per episode, the agent position, the PD target sent (the action) and the block's 8 corner
+keypoints of gym-pusht (`block_keypoints`) in env units, frame t being the state before action t. LeRobot stores
+those keypoints; the zarr formats store the block pose, from which they are computed (R(θ)·v + p), so a learner sees
+identical observations whatever the format.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from datasets_io import lerobot_writer
+
+# gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
+BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
+                         dtype=np.float64)
+FORMATS = ("lerobot", "zarr")
+
+
+class DatasetFormatError(ValueError):
+    """The path holds no dataset this module can read; the message says what was expected."""
+
+
+@dataclass
+class Demonstration:
+    """One episode's per-frame arrays (env units) and what the dataset records about it."""
+
+    agent_pos: np.ndarray  # (T, 2)
+    action: np.ndarray  # (T, 2) the PD target sent at frame t
+    keypoints: np.ndarray  # (T, 8, 2) gym-pusht's block corners
+    success: bool | None  # None where the dataset does not record it (DP replay zarr)
+    seed: int | None  # the start seed where recorded
+
+    @property
+    def length(self) -> int:
+        return len(self.action)
+
+    @property
+    def start_pose(self) -> np.ndarray:
+        """Block x, y and angle at the first frame, recovered from the keypoints."""
+        return pose_from_keypoints(self.keypoints[0])
+
+
+def keypoints_from_pose(pose: np.ndarray) -> np.ndarray:
+    """(…, 3) block poses x, y, θ → (…, 8, 2) corner keypoints, as gym-pusht computes them."""
+    pose = np.asarray(pose, dtype=np.float64)
+    cos, sin = np.cos(pose[..., 2])[..., None], np.sin(pose[..., 2])[..., None]
+    x = cos * BLOCK_CORNERS[:, 0] - sin * BLOCK_CORNERS[:, 1] + pose[..., 0:1]
+    y = sin * BLOCK_CORNERS[:, 0] + cos * BLOCK_CORNERS[:, 1] + pose[..., 1:2]
+    return np.stack([x, y], axis=-1)
+
+
+def pose_from_keypoints(keypoints: np.ndarray) -> np.ndarray:
+    """(8, 2) corner keypoints → block x, y and θ in [−π, π): the origin is the middle of corners 0 and 1."""
+    origin = (keypoints[0] + keypoints[1]) / 2
+    axis = keypoints[1] - keypoints[0]
+    return np.array([origin[0], origin[1], np.arctan2(axis[1], axis[0])])
+
+
+def detect_format(path: Path) -> tuple[str, Path] | None:
+    """("lerobot" | "zarr", the dataset root), or None. `--format both` folders are read through their LeRobot part."""
+    if (path / "meta" / "info.json").is_file():
+        return "lerobot", path
+    if all((path / part).exists() for part in (".zgroup", "data/action", "data/state", "meta/episode_ends")):
+        return "zarr", path
+    for fmt in FORMATS:
+        if (path / fmt).is_dir() and detect_format(path / fmt) == (fmt, path / fmt):
+            return fmt, path / fmt
+    return None
+
+
+def _read_lerobot(root: Path) -> list[Demonstration]:
+    return [Demonstration(agent_pos=frames["observation.state"].astype(np.float64),
+                          action=frames["action"].astype(np.float64),
+                          keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
+                          success=bool(row["success"]) if "success" in row else None,
+                          seed=int(row["seed"]) if "seed" in row else None)
+            for row, frames in lerobot_writer.iter_episodes(root)]
+
+
+def _read_zarr(root: Path) -> list[Demonstration]:
+    group = zarr.open_group(str(root), mode="r")
+    state = group["data"]["state"][:].astype(np.float64)
+    action = group["data"]["action"][:].astype(np.float64)
+    meta = group["meta"]
+    ends = meta["episode_ends"][:]
+    seeds = meta["episode_seed"][:] if "episode_seed" in meta else None
+    successes = meta["episode_success"][:] if "episode_success" in meta else None
+    episodes, start = [], 0
+    for e, end in enumerate(ends):
+        window = slice(start, int(end))
+        episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
+                                      keypoints=keypoints_from_pose(state[window, 2:5]),
+                                      success=None if successes is None else bool(successes[e]),
+                                      seed=None if seeds is None else int(seeds[e])))
+        start = int(end)
+    return episodes
+
+
+def read_demonstrations(path: str | Path) -> tuple[str, Path, list[Demonstration]]:
+    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones."""
+    path = Path(path)
+    found = detect_format(path) if path.is_dir() else None
+    if found is None:
+        raise DatasetFormatError(f"{str(path)!r} is not a LeRobot v3.0 dataset (meta/info.json) or a Diffusion Policy "
+                                 f"zarr (data/action, meta/episode_ends); pass a folder written by collect_dataset.py "
+                                 f"or a replay zarr")
+    fmt, root = found
+    try:
+        episodes = _read_lerobot(root) if fmt == "lerobot" else _read_zarr(root)
+    except (OSError, KeyError, ValueError, json.JSONDecodeError) as err:
+        raise DatasetFormatError(f"{str(root)!r} looks like a {fmt} dataset but cannot be read "
+                                 f"({type(err).__name__}: {err})") from None
+    if not episodes:
+        raise DatasetFormatError(f"{str(root)!r} holds no episodes")
+    return fmt, root, episodes

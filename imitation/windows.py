@@ -1,0 +1,38 @@
+"""Training samples for a chunked learner: the last `n_obs` observations in, the next `horizon` actions out.
+
+The observation of a frame is the agent position and the block's 8 corner keypoints (18 numbers, env units):
+identical for every dataset format and computable in the env at evaluation. Windows are padded the way Diffusion
+Policy's sampler pads them: the first observation repeats before an episode's start, the last action after its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from datasets_io.readers import Demonstration
+
+OBS_DIM = 18
+
+
+def frame_observation(agent_pos: np.ndarray, keypoints: np.ndarray) -> np.ndarray:
+    """(…, 2) agent positions and (…, 8, 2) keypoints → (…, 18) observations."""
+    keypoints = np.asarray(keypoints)
+    return np.concatenate([agent_pos, keypoints.reshape(*keypoints.shape[:-2], 16)], axis=-1)
+
+
+def episode_windows(ep: Demonstration, n_obs: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """(T, n_obs·18) stacked observations (oldest first) and (T, horizon·2) action chunks of one episode."""
+    obs = frame_observation(ep.agent_pos, ep.keypoints)
+    t = np.arange(ep.length)
+    obs_index = np.clip(t[:, None] + np.arange(-n_obs + 1, 1), 0, None)
+    action_index = np.clip(t[:, None] + np.arange(horizon), None, ep.length - 1)
+    return obs[obs_index].reshape(ep.length, -1), ep.action[action_index].reshape(ep.length, -1)
+
+
+def dataset_windows(episodes: Sequence[Demonstration], n_obs: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every frame of every episode as one (observations, action chunk) sample, float32."""
+    pairs = [episode_windows(ep, n_obs, horizon) for ep in episodes]
+    return (np.concatenate([p[0] for p in pairs]).astype(np.float32),
+            np.concatenate([p[1] for p in pairs]).astype(np.float32))
