@@ -52,6 +52,8 @@ from cli_common import (
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
+from datasets_io.readers import read_demonstrations
+from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
@@ -290,6 +292,15 @@ def make_writers(path: Path, plan: Plan) -> list[lerobot_writer.LeRobotWriter | 
     return writers
 
 
+def store_quality(path: Path, fmt: str) -> dict:
+    """Measure the written dataset (all its episodes, a resumed one's included) and store the figures with it."""
+    quality = {}
+    for name, root in format_roots(path, fmt).items():
+        quality = motion_statistics(read_demonstrations(root)[2])
+        (lerobot_writer if name == "lerobot" else zarr_writer).write_quality(root, quality)
+    return quality
+
+
 def collect(plan: Plan) -> int:
     try:
         stage = staging.stage(plan.output, plan.mode)
@@ -327,7 +338,9 @@ def collect(plan: Plan) -> int:
             with guarded_write(stage.path, advice):
                 for writer in writers:
                     writer.close(record)
+                quality = store_quality(stage.path, plan.fmt)
                 stage.commit()
+            print(format_table(quality, f"{plan.output} (all episodes)"))
     except BaseException:
         stage.discard()
         raise

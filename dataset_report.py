@@ -1,7 +1,7 @@
 """Judge a demonstration dataset: its motion statistics and, with --imitation, what a chunked learner learns from it.
 
     python dataset_report.py DIR [--imitation] [--exec-horizon 8 [1 ...]] [--episodes 50] [--start-seed 100000]
-                             [--train-steps 10000] [--seed 0] [--json OUT [--overwrite]]
+                             [--max-frames N] [--train-steps 10000] [--seed 0] [--json OUT [--overwrite]]
 
 DIR: a LeRobot v3.0 or zarr dataset written by collect_dataset.py (a `--format both` folder is read through its
 LeRobot part), or any Diffusion Policy replay zarr such as the human reference. The statistics are PROTOCOL.md's
@@ -20,10 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput, check_writable_dir
-from datasets_io.readers import DatasetFormatError, read_demonstrations
+from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
 from imitation.evaluation import evaluate_learner
@@ -39,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="targets executed per prediction (one or more values; default 8)")
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes per horizon (default 50)")
     parser.add_argument("--start-seed", type=int, default=EVAL_START_SEED)
+    parser.add_argument("--max-frames", type=int, metavar="N",
+                        help="use only the first episodes, up to N frames in all (compare datasets at one budget)")
     parser.add_argument("--train-steps", type=int, default=LearnerConfig.steps, help="learner gradient steps")
     parser.add_argument("--seed", type=int, default=0, help="learner seed (weights and batch order)")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
@@ -49,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def validate(args: argparse.Namespace) -> None:
     if args.episodes < 1:
         raise BadInput(f"--episodes must be >= 1, got {args.episodes}")
+    if args.max_frames is not None and args.max_frames < 1:
+        raise BadInput(f"--max-frames must be >= 1, got {args.max_frames}")
     if args.train_steps < 1:
         raise BadInput(f"--train-steps must be >= 1, got {args.train_steps}")
     horizon = LearnerConfig.horizon
@@ -62,6 +67,15 @@ def validate(args: argparse.Namespace) -> None:
         if out.exists() and not args.overwrite:
             raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another --json")
         check_writable_dir(out.parent, "--json")
+
+
+def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
+    """The longest prefix of whole episodes with at most `budget` frames in all."""
+    totals = np.cumsum([ep.length for ep in episodes])
+    kept = int(np.searchsorted(totals, budget, side="right"))
+    if kept == 0:
+        raise BadInput(f"--max-frames {budget} is shorter than the first episode ({episodes[0].length} frames)")
+    return episodes[:kept]
 
 
 def imitation_report(episodes: list, args: argparse.Namespace) -> dict:
@@ -95,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         validate(args)
         fmt, root, episodes = read_demonstrations(args.dataset)
-        report = {"dataset": str(root), "format": fmt, "statistics": motion_statistics(episodes)}
+        if args.max_frames is not None:
+            episodes = first_frames(episodes, args.max_frames)
+        report = {"dataset": str(root), "format": fmt, "max_frames": args.max_frames,
+                  "statistics": motion_statistics(episodes)}
         print(format_table(report["statistics"], f"{root} ({fmt})"))
         if args.imitation:
             report["imitation"] = imitation_report(episodes, args)

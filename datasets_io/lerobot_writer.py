@@ -54,6 +54,7 @@ INFO_PATH = "meta/info.json"
 STATS_PATH = "meta/stats.json"
 TASKS_PATH = "meta/tasks.parquet"
 COLLECTION_PATH = "meta/collection.json"
+QUALITY_PATH = "meta/quality.json"  # this project's motion statistics of the whole dataset (dataset_report.py's)
 IMAGE_KEY = "observation.image"
 # (encoder, options) in order of preference; g=2 and crf=30 as lerobot encodes, fastest presets.
 VIDEO_CODECS = (("libsvtav1", {"g": "2", "crf": "30", "preset": "12"}),
@@ -217,6 +218,10 @@ def _tasks_table() -> pa.Table:
 
 def _write_json(path: Path, data: dict) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=4) + "\n").encode())
+
+
+def write_quality(root: Path, quality: dict) -> None:
+    _write_json(root / QUALITY_PATH, quality)
 
 
 def read_json(root: Path, relative: str) -> dict:

@@ -81,6 +81,11 @@ class ZarrWriter:
         self.group.attrs["collection"] = collection
 
 
+def write_quality(root: Path, quality: dict) -> None:
+    """The motion statistics as the `quality` attribute (zarr writes attributes by temp file and rename)."""
+    zarr.open_group(str(root), mode="a").attrs["quality"] = quality
+
+
 def read_collection(root: Path) -> dict:
     return dict(zarr.open_group(str(root), mode="r").attrs["collection"])
 
