@@ -204,3 +204,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = run_script("dataset_report.py", str(tmp_path), *args, timeout=60)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+
+
+def test_training_is_repeatable_for_a_seed():
+    torch.set_num_threads(1)
+    demos = expert_demonstrations(make_env(), range(2), steps=20)
+    config = LearnerConfig(hidden=32, layers=1, steps=30)
+    first, _ = fit(demos, config, progress=False)
+    second, _ = fit(demos, config, progress=False)
+    other, _ = fit(demos, LearnerConfig(hidden=32, layers=1, steps=30, seed=1), progress=False)
+    obs = episode_windows(demos[0], 2, 16)[0][5]
+    np.testing.assert_array_equal(first.predict(obs), second.predict(obs))
+    assert not np.array_equal(first.predict(obs), other.predict(obs))
