@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
@@ -11,7 +13,7 @@ import numpy as np
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions, make_env
 from eval_protocol import Policy, eval_env_options
 from policy_io import LoadedPolicy, load_policy, policy_from_data
-from sac.checkpoint import CheckpointError, ensure_writable_dir, load_latest
+from sac.checkpoint import CheckpointError, WriteError, ensure_writable_dir, load_latest
 
 # The command-line contract's exit codes (PROTOCOL.md), shared by every script.
 EXIT_BAD_INPUT = 2
@@ -21,6 +23,22 @@ EXIT_INTERRUPTED = 130
 
 class BadInput(Exception):
     """A problem with the command line or its files, phrased as one line that says what to do."""
+
+
+def run_command(body: Callable[[], int], interrupted: str) -> int:
+    """A script's body under the contract: bad input, a failed write and Ctrl-C each become one stderr line
+    (`interrupted` for Ctrl-C) and their exit code."""
+    try:
+        return body()
+    except BadInput as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except WriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    except KeyboardInterrupt:
+        print(interrupted, file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def env_spec(policy: LoadedPolicy | None) -> tuple[str, PushTOptions]:

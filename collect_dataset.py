@@ -41,13 +41,12 @@ import torch
 from tqdm import tqdm
 
 from cli_common import (
-    EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
-    EXIT_WRITE_FAILED,
     BadInput,
     env_spec,
     load_checked_policy,
     random_policy,
+    run_command,
 )
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
@@ -58,7 +57,7 @@ from datasets_io.verify import verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from policy_io import LoadedPolicy, load_policy
-from sac.checkpoint import WriteError, guarded_write
+from sac.checkpoint import guarded_write
 
 EXIT_SHORT = 1
 DEFAULT_POLICY = Path("assets/policy.pt")
@@ -419,19 +418,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
+
+    def body() -> int:
         if args.verify is not None:
             return run_verify(Path(args.verify))
         return collect(plan_collection(args))
-    except BadInput as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except WriteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
-    except KeyboardInterrupt:
-        print("interrupted; nothing saved by this run", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+    return run_command(body, "interrupted; nothing saved by this run")
 
 
 if __name__ == "__main__":

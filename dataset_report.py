@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput, check_writable_dir
+from cli_common import BadInput, check_writable_dir, run_command
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
 from imitation.evaluation import evaluate_learner
 from imitation.learner import LearnerConfig, fit
-from sac.checkpoint import WriteError, atomic_write_bytes, guarded_write
+from sac.checkpoint import atomic_write_bytes, guarded_write
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -103,36 +103,33 @@ def print_imitation(report: dict) -> None:
               f"{s['mean_max_coverage']:.3f}")
 
 
+def report(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    validate(args)
+    try:
+        fmt, root, episodes = read_demonstrations(args.dataset)
+    except DatasetFormatError as err:
+        raise BadInput(str(err)) from None
+    if args.max_frames is not None:
+        episodes = first_frames(episodes, args.max_frames)
+    result = {"dataset": str(root), "format": fmt, "max_frames": args.max_frames,
+              "statistics": motion_statistics(episodes)}
+    print(format_table(result["statistics"], f"{root} ({fmt})"))
+    if args.imitation:
+        result["imitation"] = imitation_report(episodes, args)
+        print_imitation(result["imitation"])
+    result["seconds"] = time.perf_counter() - started
+    if args.json:
+        with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
+            atomic_write_bytes(args.json, (json.dumps(result, indent=2) + "\n").encode())
+        print(f"wrote {args.json}")
+    print(f"report took {result['seconds']:.0f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    started = time.perf_counter()
-    try:
-        validate(args)
-        fmt, root, episodes = read_demonstrations(args.dataset)
-        if args.max_frames is not None:
-            episodes = first_frames(episodes, args.max_frames)
-        report = {"dataset": str(root), "format": fmt, "max_frames": args.max_frames,
-                  "statistics": motion_statistics(episodes)}
-        print(format_table(report["statistics"], f"{root} ({fmt})"))
-        if args.imitation:
-            report["imitation"] = imitation_report(episodes, args)
-            print_imitation(report["imitation"])
-        report["seconds"] = time.perf_counter() - started
-        if args.json:
-            with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
-                atomic_write_bytes(args.json, (json.dumps(report, indent=2) + "\n").encode())
-            print(f"wrote {args.json}")
-    except (BadInput, DatasetFormatError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except WriteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
-    except KeyboardInterrupt:
-        print("interrupted; nothing written", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    print(f"report took {time.perf_counter() - started:.0f} s")
-    return 0
+    return run_command(lambda: report(args), "interrupted; nothing written")
 
 
 if __name__ == "__main__":

@@ -30,14 +30,12 @@ from PIL import Image
 from tqdm import tqdm
 
 from cli_common import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERRUPTED,
-    EXIT_WRITE_FAILED,
     BadInput,
     check_writable_dir,
     env_spec,
     load_checked_policy,
     random_policy,
+    run_command,
 )
 from config import TrainConfig
 from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
@@ -222,28 +220,17 @@ def validate_args(args: argparse.Namespace) -> None:
         raise BadInput("--checkpoint and --policy random exclude each other; drop one")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        validate_args(args)
-        check_output_file(args)
-        policy, env = load_checked_policy(args)
-        check_output_dirs(args)
-        env_id, env_options = env_spec(policy)
-        if (args.videos or args.gif) and env_id != PUSHT_ENV_ID:
-            raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
-        seeds = [args.start_seed + i for i in range(args.episodes)]
-        job = Job(policy.source if policy else None, frozenset(seeds[:args.videos]), args.video_dir, args.gif, seeds[0])
-        records = run_seeds(job, policy, env, seeds, args.workers)
-    except BadInput as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except WriteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
-    except KeyboardInterrupt:
-        print("interrupted; nothing written", file=sys.stderr)
-        return EXIT_INTERRUPTED
+def evaluate(args: argparse.Namespace) -> int:
+    validate_args(args)
+    check_output_file(args)
+    policy, env = load_checked_policy(args)
+    check_output_dirs(args)
+    env_id, env_options = env_spec(policy)
+    if (args.videos or args.gif) and env_id != PUSHT_ENV_ID:
+        raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
+    seeds = [args.start_seed + i for i in range(args.episodes)]
+    job = Job(policy.source if policy else None, frozenset(seeds[:args.videos]), args.video_dir, args.gif, seeds[0])
+    records = run_seeds(job, policy, env, seeds, args.workers)
     result = {
         "protocol": PROTOCOL_NAME,
         "checkpoint": policy.source if policy else None,
@@ -255,16 +242,16 @@ def main(argv: list[str] | None = None) -> int:
         "episodes": [r.to_json() for r in records],
         "summary": summarize(records),
     }
-    try:
-        with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
-            atomic_write_bytes(args.output, (json.dumps(result, indent=2) + "\n").encode())
-    except WriteError as err:
-        print_table(result)
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
-    print_table(result)
+    print_table(result)  # before writing: a full disk still shows the results
+    with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
+        atomic_write_bytes(args.output, (json.dumps(result, indent=2) + "\n").encode())
     print(f"wrote {args.output}" + (f"; videos in {args.video_dir}/" if args.videos else ""))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return run_command(lambda: evaluate(args), "interrupted; nothing written")
 
 
 if __name__ == "__main__":
