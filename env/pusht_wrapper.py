@@ -8,7 +8,8 @@ Observation (`features="seed"`, 6 dims), every entry in [-1, 1]:
     the block's 8 keypoints minus the goal pose's 8 keypoints, / 512, in (x, y) pairs.
 Action (`action_mode="absolute"`, the default): a ∈ [-1, 1]² → PD target 256·(a + 1) ∈ [0, 512]².
 Action (`action_mode="waypoint"`, the demonstrator): every `decision_steps` env steps the policy picks a
-waypoint 256·(a + 1); between decisions the action is ignored. Each env step the PD target moves toward the
+waypoint, 256·(a + 1) on the board, or the current target + `waypoint_reach`·a when that is set; between
+decisions the action is ignored. Each env step the PD target moves toward the
 waypoint by at most `target_speed` px and stays within `max_lead` px of the agent, so the target moves
 smoothly and predictably (a PD agent cruising at v px/step trails its target by k_v·v·hz/k_p = 2v px).
 The observation then appends the current target (p / 256 − 1): it is state once targets move gradually.
@@ -58,6 +59,7 @@ class PushTOptions:
     decision_steps: int = 1  # waypoint mode: env steps per policy decision
     target_speed: float = 15.0  # waypoint mode: max PD-target motion per env step, px
     max_lead: float = 40.0  # waypoint mode: max distance of the PD target from the agent, px (0 = no limit)
+    waypoint_reach: float = 0.0  # waypoint mode: 0 = waypoints anywhere on the board; D > 0: current target + D·a
 
     def validate(self) -> None:
         if self.features not in FEATURE_SETS:
@@ -72,6 +74,9 @@ class PushTOptions:
             raise ValueError(f"env.target_speed must be > 0 px, got {self.target_speed}")
         if self.max_lead < 0:
             raise ValueError(f"env.max_lead must be >= 0 px (0 = no limit), got {self.max_lead}")
+        if self.waypoint_reach < 0:
+            raise ValueError(f"env.waypoint_reach must be >= 0 px (0 = anywhere on the board), got "
+                             f"{self.waypoint_reach}")
         if not 0.0 <= self.goal_start_prob <= 1.0:
             raise ValueError(f"env.goal_start_prob must be in [0, 1], got {self.goal_start_prob}")
         if not 0.0 <= self.shaping_gamma <= 1.0:
@@ -199,7 +204,11 @@ class PushTWrapper(gym.Wrapper):
             return self.env_action(action)
         opts = self.options
         if self._steps % opts.decision_steps == 0:
-            self._waypoint = self.env_action(action).astype(np.float64)
+            if opts.waypoint_reach > 0:
+                offset = opts.waypoint_reach * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+                self._waypoint = np.clip(self._target + offset, 0.0, BOARD_SIZE)
+            else:
+                self._waypoint = self.env_action(action).astype(np.float64)
         target = self._target + clip_norm(self._waypoint - self._target, opts.target_speed)
         if opts.max_lead > 0:
             agent = np.asarray(self.pusht.agent.position, dtype=np.float64)

@@ -124,3 +124,14 @@ def test_train_evaluate_collect_and_verify_in_waypoint_mode(tmp_path):
     assert steps.max() <= 15.0 + 40.0 and episodes[0].length == 40
     verified = run_script("collect_dataset.py", "--verify", str(out))
     assert verified.returncode == 0 and "verify: OK" in verified.stdout, verified.stdout
+
+
+def test_relative_waypoints_are_offsets_from_the_current_target():
+    env = make_env(options=replace(WAYPOINT, waypoint_reach=60.0, max_lead=0.0, target_speed=100.0))
+    env.reset(seed=2)
+    start = np.asarray(env.unwrapped.agent.position, dtype=np.float64)
+    first = env.step(np.array([0.5, -1.0]))[4]["env_action"]
+    np.testing.assert_allclose(first, start + [30.0, -60.0], atol=1e-3)
+    for _ in range(3):  # the rest of the decision holds that waypoint
+        np.testing.assert_allclose(env.step(np.array([1.0, 1.0]))[4]["env_action"], first, atol=1e-3)
+    np.testing.assert_allclose(env.step(np.array([1.0, 0.0]))[4]["env_action"], first + [60.0, 0.0], atol=1e-3)
