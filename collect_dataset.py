@@ -293,9 +293,9 @@ def make_writers(path: Path, plan: Plan) -> list[lerobot_writer.LeRobotWriter | 
 
 def store_quality(path: Path, fmt: str) -> dict:
     """Measure the written dataset (all its episodes, a resumed one's included) and store the figures with it."""
-    quality = {}
-    for name, root in format_roots(path, fmt).items():
-        quality = motion_statistics(read_demonstrations(root)[2])
+    roots = format_roots(path, fmt)
+    quality = motion_statistics(read_demonstrations(next(iter(roots.values())))[2])  # both formats hold one rollout
+    for name, root in roots.items():
         (lerobot_writer if name == "lerobot" else zarr_writer).write_quality(root, quality)
     return quality
 
