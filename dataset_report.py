@@ -1,15 +1,19 @@
-"""Judge a demonstration dataset: its motion statistics and, with --imitation, what a chunked learner learns from it.
+"""Judge demonstration datasets: their motion statistics and, with --imitation, what chunked learners learn from them.
 
-    python dataset_report.py DIR [--imitation] [--exec-horizon 8 [1 ...]] [--episodes 50] [--start-seed 100000]
-                             [--max-frames N] [--train-steps 10000] [--seed 0] [--json OUT [--overwrite]]
+    python dataset_report.py DIR [DIR ...] [--imitation] [--learner mlp flow] [--seeds 3] [--exec-horizon 8 1]
+                             [--episodes 100] [--start-seed 100000] [--max-frames N [N ...]] [--reference DIR ...]
+                             [--train-steps S] [--workers 2] [--plot PNG] [--json OUT [--overwrite]]
 
 DIR: a LeRobot v3.0 or zarr dataset written by collect_dataset.py (a `--format both` folder is read through its
 LeRobot part), or any Diffusion Policy replay zarr such as the human reference. The statistics are PROTOCOL.md's
-"Demonstration statistics". --imitation trains the learner of the `imitation` package on every frame (agent
-position and block keypoints of 2 frames in, 16 PD targets out, MSE) and evaluates it with pusht-eval-v1,
-executing --exec-horizon targets open-loop per prediction; several horizons share one trained learner.
-Training is seeded and single-threaded: the same dataset and options give the same figures.
-Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json could not be written, 130 interrupted.
+"Demonstration statistics". --imitation trains each --learner (mlp: regression; flow: a flow-matching generative
+head) with each of --seeds training seeds on every frame (agent position and block keypoints of 2 frames in, 16 PD
+targets out) and evaluates it with pusht-eval-v1 on --episodes starts, executing --exec-horizon targets open-loop
+per prediction; every horizon shares one trained learner. Figures are the mean ± std over seeds, their range, and
+the Wilson interval of the pooled episodes. --max-frames keeps the first whole episodes up to each budget (several
+budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside the others.
+Every job runs on one thread (the figures repeat exactly); --workers jobs run at once.
+Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot could not be written, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -21,103 +25,123 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from cli_common import BadInput, check_writable_dir, run_command
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
-from imitation.evaluation import evaluate_learner
-from imitation.learner import LearnerConfig, fit
+from imitation.judge import LEARNERS, Job, aggregate, format_row, run_jobs
+from imitation.plot import plot_scaling
+from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_write_bytes, guarded_write
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset", metavar="DIR", help="dataset folder (LeRobot v3.0 or zarr)")
-    parser.add_argument("--imitation", action="store_true", help="train the imitation learner and evaluate it")
-    parser.add_argument("--exec-horizon", type=int, nargs="+", default=[8], metavar="K",
-                        help="targets executed per prediction (one or more values; default 8)")
-    parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes per horizon (default 50)")
+    parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 or zarr)")
+    parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
+    parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(LEARNERS),
+                        help="learners to train (default: all)")
+    parser.add_argument("--seeds", type=int, default=3, help="training seeds per learner: 0..N-1 (default 3)")
+    parser.add_argument("--exec-horizon", type=int, nargs="+", default=[8, 1], metavar="K",
+                        help="targets executed per prediction (one or more values; default 8 1)")
+    parser.add_argument("--episodes", type=int, default=100, help="evaluation starts per learner (default 100)")
     parser.add_argument("--start-seed", type=int, default=EVAL_START_SEED)
-    parser.add_argument("--max-frames", type=int, metavar="N",
-                        help="use only the first episodes, up to N frames in all (compare datasets at one budget)")
-    parser.add_argument("--train-steps", type=int, default=LearnerConfig.steps, help="learner gradient steps")
-    parser.add_argument("--seed", type=int, default=0, help="learner seed (weights and batch order)")
+    parser.add_argument("--max-frames", type=int, nargs="+", metavar="N",
+                        help="frame budgets: the first whole episodes up to N frames (several: a scaling curve)")
+    parser.add_argument("--reference", nargs="+", default=[], metavar="DIR",
+                        help="datasets judged whole with the same learners, seeds and starts (e.g. the human demos)")
+    parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
+    parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")
+    parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
     return parser.parse_args(argv)
 
 
+def _check_output(path: str | None, flag: str, overwrite: bool) -> None:
+    if not path:
+        return
+    out = Path(path)
+    if out.is_dir():
+        raise BadInput(f"{flag} {str(out)!r} is a directory; give a file path inside it")
+    if out.exists() and not overwrite:
+        raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another {flag}")
+    check_writable_dir(out.parent, flag)
+
+
 def validate(args: argparse.Namespace) -> None:
-    if args.episodes < 1:
-        raise BadInput(f"--episodes must be >= 1, got {args.episodes}")
-    if args.max_frames is not None and args.max_frames < 1:
-        raise BadInput(f"--max-frames must be >= 1, got {args.max_frames}")
-    if args.train_steps < 1:
-        raise BadInput(f"--train-steps must be >= 1, got {args.train_steps}")
+    for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
+                        ("--train-steps", args.train_steps)):
+        if value is not None and value < 1:
+            raise BadInput(f"{flag} must be >= 1, got {value}")
+    if args.max_frames and min(args.max_frames) < 1:
+        raise BadInput(f"--max-frames must be >= 1, got {min(args.max_frames)}")
     horizon = LearnerConfig.horizon
     bad = [k for k in args.exec_horizon if not 1 <= k <= horizon]
     if bad:
-        raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learner predicts {horizon}), got {bad[0]}")
-    if args.json:
-        out = Path(args.json)
-        if out.is_dir():
-            raise BadInput(f"--json {str(out)!r} is a directory; give a file path such as {out / 'report.json'}")
-        if out.exists() and not args.overwrite:
-            raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another --json")
-        check_writable_dir(out.parent, "--json")
+        raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learners predict {horizon}), got {bad[0]}")
+    if args.plot and not args.imitation:
+        raise BadInput("--plot draws the imitation figures; add --imitation")
+    _check_output(args.json, "--json", args.overwrite)
+    _check_output(args.plot, "--plot", args.overwrite)
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
     """The longest prefix of whole episodes with at most `budget` frames in all."""
     totals = np.cumsum([ep.length for ep in episodes])
+    if budget > totals[-1]:
+        raise BadInput(f"--max-frames {budget} is more than the dataset's {totals[-1]} frames; collect more "
+                       f"episodes or lower the budget")
     kept = int(np.searchsorted(totals, budget, side="right"))
     if kept == 0:
         raise BadInput(f"--max-frames {budget} is shorter than the first episode ({episodes[0].length} frames)")
     return episodes[:kept]
 
 
-def imitation_report(episodes: list, args: argparse.Namespace) -> dict:
-    torch.set_num_threads(1)  # the thread count changes float summation order; one thread keeps reports repeatable
-    policy, training = fit(episodes, LearnerConfig(steps=args.train_steps, seed=args.seed))
-    seeds = [args.start_seed + i for i in range(args.episodes)]
-    results = {}
-    for k in args.exec_horizon:
-        records, summary = evaluate_learner(policy, k, seeds)
-        results[str(k)] = {"summary": summary, "episodes": [r.to_json() for r in records]}
-    return {"learner": "mlp-mse", "protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "training": training,
-            "exec_horizon": results}
-
-
-def print_imitation(report: dict) -> None:
-    training = report["training"]
-    print(f"imitation ({report['learner']}, {training['samples']} samples, {training['config']['steps']} steps, "
-          f"loss {training['final_loss']:.4f}, {training['seconds']:.0f} s), {report['protocol']} from seed "
-          f"{report['start_seed']}:")
-    for k, result in report["exec_horizon"].items():
-        s = result["summary"]
-        low, high = s["success_rate_ci95"]
-        print(f"  exec {k:>2}: success_rate {s['success_rate']:.3f} ({s['successes']}/{s['episodes']}, 95% CI "
-              f"{low:.3f}-{high:.3f}), mean_max_reward {s['mean_max_reward']:.3f}, mean_max_coverage "
-              f"{s['mean_max_coverage']:.3f}")
+def load(path: str) -> tuple[str, Path, list[Demonstration]]:
+    try:
+        return read_demonstrations(path)
+    except DatasetFormatError as err:
+        raise BadInput(str(err)) from None
 
 
 def report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     validate(args)
-    try:
-        fmt, root, episodes = read_demonstrations(args.dataset)
-    except DatasetFormatError as err:
-        raise BadInput(str(err)) from None
-    if args.max_frames is not None:
-        episodes = first_frames(episodes, args.max_frames)
-    result = {"dataset": str(root), "format": fmt, "max_frames": args.max_frames,
-              "statistics": motion_statistics(episodes)}
-    print(format_table(result["statistics"], f"{root} ({fmt})"))
+    # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
+    parts: list[tuple[str, list[Demonstration]]] = []
+    result: dict = {"datasets": []}
+    for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
+        fmt, root, episodes = load(path)
+        budgets = [None] if is_reference or not args.max_frames else sorted(set(args.max_frames))
+        for budget in budgets:
+            used = episodes if budget is None else first_frames(episodes, budget)
+            statistics = motion_statistics(used)
+            print(format_table(statistics, f"{root} ({fmt})" + (f", budget {budget} frames" if budget else "")))
+            result["datasets"].append({"dataset": str(root), "format": fmt, "max_frames": budget,
+                                       "reference": is_reference, "statistics": statistics})
+            parts.append((str(root), used))
     if args.imitation:
-        result["imitation"] = imitation_report(episodes, args)
-        print_imitation(result["imitation"])
+        seeds = [args.start_seed + i for i in range(args.episodes)]
+        jobs = [(Job(label, sum(ep.length for ep in used), learner, seed), used)
+                for label, used in parts for learner in args.learner for seed in range(args.seeds)]
+        # the costliest learners first, so the last job to finish is a short one
+        order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
+        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, args.train_steps)
+        rows = aggregate(results)
+        result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
+                               "summary": rows, "runs": results}
+        print(f"imitation, {PROTOCOL_NAME}, {args.episodes} starts from seed {args.start_seed}:")
+        for label, frames in dict.fromkeys((r["dataset"], r["frames"]) for r in rows):
+            print(f"{label}, {frames} frames:")
+            for row in rows:
+                if (row["dataset"], row["frames"]) == (label, frames):
+                    print("  " + format_row(row))
+        if args.plot:
+            with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
+                plot_scaling(rows, args.plot, f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
+            print(f"wrote {args.plot}")
     result["seconds"] = time.perf_counter() - started
     if args.json:
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):

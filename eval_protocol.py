@@ -42,33 +42,48 @@ def eval_env_options(options: PushTOptions) -> PushTOptions:
     return replace(options, goal_start_prob=0.0)
 
 
+class EpisodeTracker:
+    """The protocol's per-episode metrics, fed one step at a time (by `run_episode` or a batched runner)."""
+
+    def __init__(self, seed: int, reset_info: dict) -> None:
+        self.seed, self.length, self.total, self.success, self.max_reward = seed, 0, 0.0, False, 0.0
+        self.max_coverage = float(reset_info.get("coverage", 0.0))
+
+    def step(self, reward: float, info: dict) -> None:
+        """Metrics use the raw env reward (`info["raw_reward"]` when a wrapper shapes it), never the training one."""
+        raw = float(info.get("raw_reward", reward))
+        self.length += 1
+        self.total += raw
+        self.max_reward = raw if self.length == 1 else max(self.max_reward, raw)
+        self.max_coverage = max(self.max_coverage, float(info.get("coverage", 0.0)))
+        self.success = self.success or bool(info.get("is_success", False))
+
+    def record(self) -> EpisodeRecord:
+        # GEOS's polygon areas can differ in the last bit from one process to another; rounding far below
+        # any meaningful digit makes the records, and so the JSON, identical for any worker count.
+        return EpisodeRecord(self.seed, self.success, round(self.max_reward, METRIC_DECIMALS),
+                             round(self.max_coverage, METRIC_DECIMALS), self.length,
+                             round(self.total, METRIC_DECIMALS))
+
+
 def run_episode(env: gym.Env, policy: Policy, seed: int,
                 on_step: Callable[[gym.Env], None] | None = None) -> EpisodeRecord:
     """Roll `policy` from `env.reset(seed=seed)` until termination or truncation.
 
-    Metrics use the raw env reward (`info["raw_reward"]` when a wrapper shapes the reward), never
-    the training reward. `on_step` is called after the reset and after every step (e.g. to grab frames).
+    `on_step` is called after the reset and after every step (e.g. to grab frames).
     """
     obs, info = env.reset(seed=seed)
     if on_step is not None:
         on_step(env)
-    max_reward, max_coverage, total, length, success = 0.0, float(info.get("coverage", 0.0)), 0.0, 0, False
+    tracker = EpisodeTracker(seed, info)
     done = False
     while not done:
         obs, reward, terminated, truncated, info = env.step(policy(obs))
         if on_step is not None:
             on_step(env)
-        raw = float(info.get("raw_reward", reward))
-        length += 1
-        total += raw
-        max_reward = raw if length == 1 else max(max_reward, raw)
-        max_coverage = max(max_coverage, float(info.get("coverage", 0.0)))
-        success = success or bool(info.get("is_success", False))
+        tracker.step(reward, info)
         done = terminated or truncated
-    # GEOS's polygon areas can differ in the last bit from one process to another; rounding far below
-    # any meaningful digit makes the records, and so the JSON, identical for any worker count.
-    return EpisodeRecord(seed, success, round(max_reward, METRIC_DECIMALS), round(max_coverage, METRIC_DECIMALS),
-                         length, round(total, METRIC_DECIMALS))
+    return tracker.record()
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:

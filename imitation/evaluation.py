@@ -1,55 +1,83 @@
-"""Closed-loop evaluation of a chunked learner with pusht-eval-v1 (the project's episode runner and metrics).
+"""Closed-loop evaluation of a chunked learner with pusht-eval-v1, all starts stepped together.
 
-The controller observes the env as the learner was trained (agent position and block keypoints of the last
-`n_obs` frames), predicts `horizon` targets and sends the first `exec_horizon` open-loop before predicting again,
-as Diffusion Policy, ACT and VLA policies do.
+The controller observes the env as the learner was trained (its view of the last `n_obs` frames), predicts
+`horizon` targets and sends the first `exec_horizon` open-loop before predicting again, as Diffusion Policy, ACT
+and VLA policies do. Every start runs in its own env, in lockstep: the episodes that need a new chunk at a step
+are predicted in one batch, which is what makes a generative learner with several sampling steps affordable.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-import gymnasium as gym
 import numpy as np
+import torch
 from tqdm import tqdm
 
-from env.pusht_wrapper import BOARD_SIZE, PUSHT_ENV_ID, block_keypoints, make_env
-from eval_protocol import EpisodeRecord, run_episode, summarize
-from imitation.learner import ChunkPolicy
-from imitation.windows import frame_observation
+from env.pusht_wrapper import BOARD_SIZE, PUSHT_ENV_ID, make_env
+from eval_protocol import EpisodeRecord, EpisodeTracker, summarize
+from imitation.policy import ChunkPolicy
 
 
 class ChunkedController:
-    """One episode's controller: observation history and the queue of targets still to send."""
+    """One episode's controller state: the frame history and the targets still to send."""
 
-    def __init__(self, policy: ChunkPolicy, env: gym.Env, exec_horizon: int) -> None:
-        if not 1 <= exec_horizon <= policy.config.horizon:
-            raise ValueError(f"exec_horizon must be in [1, {policy.config.horizon}], got {exec_horizon}")
-        self.policy, self.env, self.exec_horizon = policy, env, exec_horizon
-        self.history: deque[np.ndarray] = deque(maxlen=policy.config.n_obs)
+    def __init__(self, n_obs: int, exec_horizon: int) -> None:
+        self.exec_horizon = exec_horizon
+        self.history: deque[np.ndarray] = deque(maxlen=n_obs)
         self.queue: deque[np.ndarray] = deque()
 
-    def __call__(self, _obs: np.ndarray) -> np.ndarray:
-        pusht = self.env.unwrapped
-        frame = frame_observation(np.asarray(pusht.agent.position, dtype=np.float64), block_keypoints(pusht))
-        while len(self.history) < self.history.maxlen - 1:  # pad the first prediction with the first frame
+    def observe(self, frame: np.ndarray) -> None:
+        """Add the current frame; before the first prediction the history is padded with it."""
+        while len(self.history) < self.history.maxlen - 1:
             self.history.append(frame)
         self.history.append(frame)
-        if not self.queue:
-            chunk = self.policy.predict(np.concatenate(self.history))
-            self.queue.extend(chunk[:self.exec_horizon])
-        target = np.clip(self.queue.popleft(), 0.0, BOARD_SIZE)
-        return self.env.unit_action(target)
+
+    def stacked(self) -> np.ndarray:
+        return np.stack(self.history)
+
+    def enqueue(self, chunk: np.ndarray) -> None:
+        self.queue.extend(chunk[:self.exec_horizon])
+
+    def next_target(self) -> np.ndarray:
+        return np.clip(self.queue.popleft(), 0.0, BOARD_SIZE)
 
 
-def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int],
+def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int], sample_seed: int = 0,
                      progress: bool = True) -> tuple[list[EpisodeRecord], dict]:
-    """Episode records and the protocol summary of `policy` on `seeds`."""
-    env = make_env(PUSHT_ENV_ID)
-    records = []
+    """Episode records and the protocol summary of `policy` on `seeds` (sampling noise from `sample_seed`)."""
+    horizon = policy.config.horizon
+    if not 1 <= exec_horizon <= horizon:
+        raise ValueError(f"exec_horizon must be in [1, {horizon}], got {exec_horizon}")
+    generator = torch.Generator().manual_seed(sample_seed)
+    envs = [make_env(PUSHT_ENV_ID) for _ in seeds]
+    trackers = [EpisodeTracker(seed, env.reset(seed=seed)[1]) for env, seed in zip(envs, seeds, strict=True)]
+    controllers = [ChunkedController(policy.config.n_obs, exec_horizon) for _ in seeds]
+    running = list(range(len(seeds)))
+    done_records: dict[int, EpisodeRecord] = {}
     label = f"imitation: evaluating, exec {exec_horizon}"
-    with tqdm(seeds, desc=label, unit="ep", disable=not progress or None) as bar:
-        for seed in bar:
-            records.append(run_episode(env, ChunkedController(policy, env, exec_horizon), seed))
-            bar.set_postfix(success=f"{np.mean([r.success for r in records]):.0%}")
+    with tqdm(total=len(seeds), desc=label, unit="ep", disable=not progress or None) as bar:
+        while running:
+            for i in running:
+                controllers[i].observe(policy.frame(envs[i].unwrapped))
+            waiting = [i for i in running if not controllers[i].queue]
+            if waiting:
+                chunks = policy.predict(np.stack([controllers[i].stacked() for i in waiting]), generator)
+                for i, chunk in zip(waiting, chunks, strict=True):
+                    controllers[i].enqueue(chunk)
+            still_running = []
+            for i in running:
+                env = envs[i]
+                _, reward, terminated, truncated, info = env.step(env.unit_action(controllers[i].next_target()))
+                trackers[i].step(reward, info)
+                if terminated or truncated:
+                    done_records[i] = trackers[i].record()
+                    bar.update(1)
+                    bar.set_postfix(success=f"{np.mean([r.success for r in done_records.values()]):.0%}")
+                else:
+                    still_running.append(i)
+            running = still_running
+    for env in envs:
+        env.close()
+    records = [done_records[i] for i in range(len(seeds))]
     return records, summarize(records)

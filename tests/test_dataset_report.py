@@ -4,6 +4,7 @@ chunked execution, the stored quality record, and bad input."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,11 @@ from datasets_io.readers import (
 )
 from datasets_io.statistics import motion_statistics
 from env.pusht_wrapper import block_keypoints, make_env
-from imitation.evaluation import ChunkedController
-from imitation.learner import LearnerConfig, fit
+from eval_protocol import wilson_interval
+from imitation import flow, mlp
+from imitation.evaluation import ChunkedController, evaluate_learner
+from imitation.judge import aggregate, format_row
+from imitation.normalizer import RangeNormalizer
 from imitation.windows import episode_windows
 
 GOAL_POINT = np.array([400.0, 400.0])
@@ -133,21 +137,35 @@ def expert_demonstrations(env, seeds: range, steps: int) -> list[Demonstration]:
     return episodes
 
 
-def final_distance(env, controller, seed: int, steps: int) -> float:
+def final_distance(env, policy, seed: int, steps: int, exec_horizon: int = 8) -> float:
+    """Drive `policy` (or a plain callable policy) for `steps` and return the agent's distance to GOAL_POINT."""
     obs, _ = env.reset(seed=seed)
+    controller = ChunkedController(policy.config.n_obs, exec_horizon) if hasattr(policy, "predict") else None
+    generator = torch.Generator().manual_seed(0)
     for _ in range(steps):
-        obs, *_ = env.step(controller(obs))
+        if controller is None:
+            action = policy(obs)
+        else:
+            controller.observe(policy.frame(env.unwrapped))
+            if not controller.queue:
+                controller.enqueue(policy.predict(controller.stacked()[None], generator)[0])
+            action = env.unit_action(controller.next_target())
+        obs, *_ = env.step(action)
     return float(np.linalg.norm(np.asarray(env.unwrapped.agent.position) - GOAL_POINT))
 
 
-def test_the_learner_imitates_a_simple_expert_through_chunked_execution():
+@pytest.mark.parametrize("fit, config", [
+    (mlp.fit, mlp.MLPConfig(hidden=128, layers=2, steps=1500, lr=2e-3)),
+    (flow.fit, flow.FlowConfig(width=128, blocks=2, cond_dim=64, steps=1500, lr=2e-3, ema_decay=0.99)),
+])
+def test_each_learner_imitates_a_simple_expert_through_chunked_execution(fit, config):
     torch.set_num_threads(1)
     env = make_env()
     demos = expert_demonstrations(env, range(30), steps=40)
-    policy, record = fit(demos, LearnerConfig(hidden=128, layers=2, steps=1500, lr=2e-3), progress=False)
+    policy, record = fit(demos, config, progress=False)
     assert record["samples"] == 30 * 40
     seeds = range(1000, 1006)
-    trained = np.mean([final_distance(env, ChunkedController(policy, env, 8), s, 40) for s in seeds])
+    trained = np.mean([final_distance(env, policy, s, 40) for s in seeds])
     chance = np.mean([final_distance(env, random_policy(s, 2), s, 40) for s in seeds])
     # The expert itself ends 0-41 px from the point on these starts (the block is sometimes in its way);
     # starts are up to ~500 px away.
@@ -159,46 +177,96 @@ def test_the_controller_sends_each_chunk_open_loop_then_predicts_again():
     torch.set_num_threads(1)
     env = make_env()
     demos = expert_demonstrations(env, range(2), steps=20)
-    policy, _ = fit(demos, LearnerConfig(hidden=32, layers=1, steps=50), progress=False)
-    controller = ChunkedController(policy, env, exec_horizon=4)
-    obs, _ = env.reset(seed=7)
+    policy, _ = mlp.fit(demos, mlp.MLPConfig(hidden=32, layers=1, steps=50), progress=False)
+    controller = ChunkedController(policy.config.n_obs, exec_horizon=4)
+    generator = torch.Generator()
+    env.reset(seed=7)
     agent, keypoints, sent = [], [], []
     for _ in range(8):
         agent.append(np.asarray(env.unwrapped.agent.position, dtype=np.float64))
         keypoints.append(block_keypoints(env.unwrapped))
-        action = controller(obs)
-        sent.append(env.env_action(action))
-        obs, *_ = env.step(action)
+        controller.observe(policy.frame(env.unwrapped))
+        if not controller.queue:
+            controller.enqueue(policy.predict(controller.stacked()[None], generator)[0])
+        target = controller.next_target()
+        sent.append(target)
+        env.step(env.unit_action(target))
     seen = Demonstration(np.array(agent), np.zeros((8, 2)), np.array(keypoints), None, None)
-    windows, _ = episode_windows(seen, n_obs=2, horizon=16)
-    np.testing.assert_allclose(sent[:4], policy.predict(windows[0])[:4], atol=1e-2)
-    np.testing.assert_allclose(sent[4:], policy.predict(windows[4])[:4], atol=1e-2)
+    windows = episode_windows(seen, n_obs=2, horizon=16)[0].reshape(8, 2, -1)
+    np.testing.assert_allclose(sent[:4], policy.predict(windows[:1], generator)[0, :4], atol=1e-2)
+    np.testing.assert_allclose(sent[4:], policy.predict(windows[4:5], generator)[0, :4], atol=1e-2)
+
+
+def test_lockstep_evaluation_gives_each_start_the_result_it_gets_alone():
+    torch.set_num_threads(1)
+    demos = expert_demonstrations(make_env(), range(3), steps=20)
+    policy, _ = mlp.fit(demos, mlp.MLPConfig(hidden=32, layers=1, steps=50), progress=False)
+    seeds = [100000, 100001, 100002]
+    together, summary = evaluate_learner(policy, 8, seeds, progress=False)
+    alone = [evaluate_learner(policy, 8, [s], progress=False)[0][0] for s in seeds]
+    assert together == alone
+    assert summary["episodes"] == 3 and [r.seed for r in together] == seeds
+
+
+def test_aggregate_gives_mean_spread_and_the_pooled_interval():
+    def run(seed: int, successes: int, mmr: float) -> dict:
+        summary = {"episodes": 10, "successes": successes, "success_rate": successes / 10, "mean_max_reward": mmr}
+        return {"dataset": "d", "frames": 100, "learner": "flow", "seed": seed,
+                "exec_horizon": {"8": {"summary": summary}}}
+    (row,) = aggregate([run(0, 2, 0.5), run(1, 4, 0.7), run(2, 6, 0.9)])
+    assert row["success_rate"]["mean"] == pytest.approx(0.4)
+    assert row["success_rate"]["std"] == pytest.approx(0.2)  # sample std of 0.2, 0.4, 0.6
+    assert (row["success_rate"]["min"], row["success_rate"]["max"]) == (0.2, 0.6)
+    assert row["mean_max_reward"]["mean"] == pytest.approx(0.7)
+    assert row["pooled"]["successes"] == 12 and row["pooled"]["episodes"] == 30
+    assert row["pooled"]["ci95"] == pytest.approx(list(wilson_interval(12, 30)))
+    assert "0.400 ± 0.200" in format_row(row)
+
+
+def test_range_normalizer_maps_the_data_range_to_unit_interval_and_back():
+    values = np.array([[0.0, 10.0, 5.0, 30.0], [4.0, 20.0, 1.0, 12.0]], dtype=np.float32)  # 2 groups of (x, y)
+    norm = RangeNormalizer.fit(values, groups=2)
+    scaled = norm(torch.as_tensor(values))
+    assert scaled.min() == -1.0 and scaled.max() == 1.0
+    np.testing.assert_allclose(scaled[:, 0], [-1.0, 0.6])  # x range shared by both groups: [0, 5]
+    np.testing.assert_allclose(norm.inverse(scaled).numpy(), values, atol=1e-5)
 
 
 def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_path):
-    out = tmp_path / "report.json"
+    out, plot = tmp_path / "report.json", tmp_path / "scaling.png"
     result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--train-steps", "20",
-                        "--episodes", "2", "--exec-horizon", "8", "1", "--json", str(out))
+                        "--episodes", "2", "--seeds", "2", "--exec-horizon", "8", "1", "--max-frames", "25", "50",
+                        "--reference", str(tiny_dataset / "lerobot"), "--workers", "2", "--plot", str(plot),
+                        "--json", str(out))
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
+    statistics = report["datasets"][0]["statistics"]
     for key in ("episodes", "frames", "mean_length", "mean_lead_px", "mean_step_px", "mean_jerk_px", "edge_fraction",
                 "mean_agent_speed_px", "success_fraction", "start_coverage"):
-        assert key in report["statistics"]
-    for k in ("8", "1"):
-        summary = report["imitation"]["exec_horizon"][k]["summary"]
-        assert summary["episodes"] == 2 and 0.0 <= summary["success_rate"] <= 1.0 and "mean_max_reward" in summary
+        assert key in statistics
+    assert [(d["max_frames"], d["reference"]) for d in report["datasets"]] == [(25, False), (50, False), (None, True)]
+    rows = report["imitation"]["summary"]
+    # 3 (dataset, budget) parts x 2 learners x 2 horizons, each over 2 seeds of 2 starts
+    assert len(rows) == 12 and len(report["imitation"]["runs"]) == 12
+    assert {r["frames"] for r in rows} == {25, 50, 75}
+    for row in rows:
+        assert row["seeds"] in ([0, 1], [1, 0]) and row["pooled"]["episodes"] == 4
+        assert 0.0 <= row["success_rate"]["mean"] <= 1.0
+    assert plot.read_bytes()[:4] == b"\x89PNG"
     again = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--json", str(out))
     assert again.returncode == 2 and "--overwrite" in again.stderr
     budget = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--max-frames", "60", "--json", str(out),
                         "--overwrite")
     assert budget.returncode == 0, budget.stderr
-    assert json.loads(out.read_text())["statistics"]["frames"] == 50  # two whole 25-frame episodes
+    assert json.loads(out.read_text())["datasets"][0]["statistics"]["frames"] == 50  # two whole 25-frame episodes
 
 
 @pytest.mark.parametrize("args, message", [
     ([], "is not a LeRobot v3.0 dataset"),
     (["--exec-horizon", "17"], "--exec-horizon must be in [1, 16]"),
     (["--episodes", "0"], "--episodes must be >= 1"),
+    (["--seeds", "0"], "--seeds must be >= 1"),
+    (["--plot", "x.png"], "--plot draws the imitation figures"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = run_script("dataset_report.py", str(tmp_path), *args, timeout=60)
@@ -206,13 +274,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
 
 
-def test_training_is_repeatable_for_a_seed():
+@pytest.mark.parametrize("fit, config", [
+    (mlp.fit, mlp.MLPConfig(hidden=32, layers=1, steps=30)),
+    (flow.fit, flow.FlowConfig(width=32, blocks=1, cond_dim=16, steps=30)),
+])
+def test_training_and_sampling_are_repeatable_for_a_seed(fit, config):
     torch.set_num_threads(1)
     demos = expert_demonstrations(make_env(), range(2), steps=20)
-    config = LearnerConfig(hidden=32, layers=1, steps=30)
     first, _ = fit(demos, config, progress=False)
     second, _ = fit(demos, config, progress=False)
-    other, _ = fit(demos, LearnerConfig(hidden=32, layers=1, steps=30, seed=1), progress=False)
-    obs = episode_windows(demos[0], 2, 16)[0][5]
-    np.testing.assert_array_equal(first.predict(obs), second.predict(obs))
-    assert not np.array_equal(first.predict(obs), other.predict(obs))
+    other, _ = fit(demos, replace(config, seed=1), progress=False)
+    frames = episode_windows(demos[0], 2, 16)[0][5:7].reshape(2, 2, -1)
+
+    def predict(policy, seed: int = 0) -> np.ndarray:
+        return policy.predict(frames, torch.Generator().manual_seed(seed))
+    np.testing.assert_array_equal(predict(first), predict(second))
+    assert not np.array_equal(predict(first), predict(other))

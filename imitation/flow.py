@@ -1,0 +1,113 @@
+"""The generative learner: conditional flow matching over the whole action chunk, as π0 and SmolVLA's action
+experts and (with diffusion instead of flow) Diffusion Policy do.
+
+A velocity network v(x_t, t | obs) is trained on straight paths x_t = (1 − t)·noise + t·chunk (the rectified-flow
+loss ‖v − (chunk − noise)‖²); a prediction integrates it from Gaussian noise with a few Euler steps, so the learner
+picks one mode of multimodal data instead of averaging them. The network is a residual MLP over the flattened
+16×2 chunk with FiLM conditioning on the observation and t in every block: on this CPU it trains 4.5× more steps per
+second than Diffusion Policy's 1-D temporal U-Net of a quarter the width (docs/experiments.md), and the budget is
+what decides a CPU judge. Inputs and chunks are scaled to [-1, 1]; the evaluated weights are an EMA.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from datasets_io.readers import Demonstration
+from imitation.normalizer import RangeNormalizer
+from imitation.policy import ACT_DIM, ChunkPolicy
+from imitation.training import LearnerConfig, train
+from imitation.windows import OBS_DIM, dataset_windows
+
+
+@dataclass(frozen=True)
+class FlowConfig(LearnerConfig):
+    width: int = 512
+    blocks: int = 4
+    cond_dim: int = 256
+    sample_steps: int = 10  # Euler steps from noise to a chunk
+    ema_decay: float = 0.999
+
+
+def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal features of t ∈ [0, 1] at frequencies 1…1000, so nearby times stay distinguishable."""
+    freqs = torch.exp(torch.linspace(0.0, math.log(1000.0), dim // 2, device=t.device))
+    angles = t[:, None] * freqs[None]
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class FiLMBlock(nn.Module):
+    """Pre-norm residual MLP block whose normalised input is scaled and shifted by the condition."""
+
+    def __init__(self, width: int, cond_dim: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width, elementwise_affine=False)
+        self.film = nn.Linear(cond_dim, 2 * width)
+        self.mlp = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+
+    def forward(self, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        scale, shift = self.film(cond).chunk(2, dim=-1)
+        return h + self.mlp(self.norm(h) * (1 + scale) + shift)
+
+
+class FlowChunkPolicy(ChunkPolicy):
+    """Velocity network with its scaling built in; `predict` samples chunks."""
+
+    def __init__(self, config: FlowConfig, obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> None:
+        super().__init__()
+        self.config, self.obs_norm, self.act_norm = config, obs_norm, act_norm
+        chunk_dim = config.horizon * ACT_DIM
+        self.obs_encoder = nn.Sequential(nn.Linear(config.n_obs * OBS_DIM, config.cond_dim), nn.GELU(),
+                                         nn.Linear(config.cond_dim, config.cond_dim))
+        self.time_encoder = nn.Sequential(nn.Linear(config.cond_dim, config.cond_dim), nn.GELU())
+        self.inp = nn.Linear(chunk_dim, config.width)
+        self.blocks = nn.ModuleList(FiLMBlock(config.width, config.cond_dim) for _ in range(config.blocks))
+        self.out = nn.Sequential(nn.LayerNorm(config.width), nn.Linear(config.width, chunk_dim))
+        nn.init.zeros_(self.out[1].weight)
+        nn.init.zeros_(self.out[1].bias)
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, obs_cond: torch.Tensor) -> torch.Tensor:
+        """(B, horizon·2) scaled chunks at times t (B,), given encoded observations → their velocity."""
+        cond = nn.functional.gelu(obs_cond + self.time_encoder(time_embedding(t, self.config.cond_dim)))
+        h = self.inp(x)
+        for block in self.blocks:
+            h = block(h, cond)
+        return self.out(h)
+
+    def flow_loss(self, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Rectified-flow loss of (B, n_obs·18) raw observations and (B, horizon·2) scaled chunks."""
+        noise = torch.randn(chunk.shape, generator=generator)
+        t = torch.rand(len(chunk), generator=generator)
+        x_t = (1 - t[:, None]) * noise + t[:, None] * chunk
+        return nn.functional.mse_loss(self.velocity(x_t, t, self.obs_encoder(self.obs_norm(obs))), chunk - noise)
+
+    @torch.no_grad()
+    def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
+        obs_cond = self.obs_encoder(self.obs_norm(torch.as_tensor(frames, dtype=torch.float32).flatten(1)))
+        x = torch.randn((len(frames), self.config.horizon * ACT_DIM), generator=generator)
+        dt = 1.0 / self.config.sample_steps
+        for i in range(self.config.sample_steps):
+            t = torch.full((len(frames),), i * dt)
+            x = x + dt * self.velocity(x, t, obs_cond)
+        return self.act_norm.inverse(x).numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
+
+
+def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
+        progress: bool = True) -> tuple[FlowChunkPolicy, dict]:
+    """Train on every frame of `episodes`; returns the (EMA) policy and a record of the training."""
+    torch.manual_seed(config.seed)
+    obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
+    policy = FlowChunkPolicy(config, RangeNormalizer.fit(obs, config.n_obs),
+                             RangeNormalizer.fit(actions, config.horizon))
+    obs_t, target_t = torch.as_tensor(obs), policy.act_norm(torch.as_tensor(actions))
+
+    def loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return model.flow_loss(obs_t[index], target_t[index], generator)
+
+    return train(policy, loss, len(obs), config, "imitation: training flow", progress)

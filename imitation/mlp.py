@@ -1,0 +1,63 @@
+"""The regression learner: an MLP that maps the last observations to a chunk of future PD targets, trained with MSE.
+
+It stands for the deterministic chunk heads (ACT without its CVAE, BC-MLP). Regression averages the modes of
+multimodal data, which is why the report also trains a generative learner on the same frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from datasets_io.readers import Demonstration
+from imitation.normalizer import RangeNormalizer
+from imitation.policy import ACT_DIM, ChunkPolicy
+from imitation.training import LearnerConfig, train
+from imitation.windows import OBS_DIM, dataset_windows
+
+
+@dataclass(frozen=True)
+class MLPConfig(LearnerConfig):
+    hidden: int = 512
+    layers: int = 3
+
+
+class MLPChunkPolicy(ChunkPolicy):
+    """MLP (ReLU) from stacked frames to a chunk, inputs and outputs scaled to [-1, 1] inside."""
+
+    def __init__(self, config: MLPConfig, obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> None:
+        super().__init__()
+        self.config, self.obs_norm, self.act_norm = config, obs_norm, act_norm
+        dims = [config.n_obs * OBS_DIM] + [config.hidden] * config.layers
+        blocks: list[nn.Module] = []
+        for d_in, d_out in zip(dims[:-1], dims[1:], strict=True):
+            blocks += [nn.Linear(d_in, d_out), nn.ReLU()]
+        self.net = nn.Sequential(*blocks, nn.Linear(dims[-1], config.horizon * ACT_DIM))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, n_obs·18) raw observations → (B, horizon·2) scaled chunks (the training target's space)."""
+        return self.net(self.obs_norm(obs))
+
+    @torch.no_grad()
+    def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
+        obs = torch.as_tensor(frames, dtype=torch.float32).flatten(1)
+        return self.act_norm.inverse(self(obs)).numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
+
+
+def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
+        progress: bool = True) -> tuple[MLPChunkPolicy, dict]:
+    """Train on every frame of `episodes`; returns the policy and a record of the training (loss, seconds)."""
+    torch.manual_seed(config.seed)
+    obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
+    policy = MLPChunkPolicy(config, RangeNormalizer.fit(obs, config.n_obs),
+                            RangeNormalizer.fit(actions, config.horizon))
+    obs_t, target_t = torch.as_tensor(obs), policy.act_norm(torch.as_tensor(actions))
+
+    def loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
+        return nn.functional.mse_loss(model(obs_t[index]), target_t[index])
+
+    return train(policy, loss, len(obs), config, "imitation: training mlp", progress)

@@ -1,0 +1,43 @@
+"""The scaling plot: success against training frames, one line per dataset, learner and horizon, seeds as bars."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from sac.checkpoint import atomic_file  # noqa: E402
+
+
+def plot_scaling(rows: Sequence[dict], out: str | Path, title: str) -> None:
+    """Write a PNG of `aggregate` rows: mean success ± std over seeds at each frame budget, log-scaled frames.
+
+    A dataset judged at one budget only (e.g. the human reference at its full size) shows as a single marker.
+    """
+    series: dict[tuple, list[dict]] = {}
+    for row in rows:
+        series.setdefault((row["dataset"], row["learner"], row["exec_horizon"]), []).append(row)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for (dataset, learner, k), points in series.items():
+        points.sort(key=lambda r: r["frames"])
+        frames = [r["frames"] for r in points]
+        mean = [r["success_rate"]["mean"] for r in points]
+        std = [r["success_rate"]["std"] for r in points]
+        label = f"{Path(dataset).name}: {learner}, exec {k}"
+        style = {"marker": "o", "capsize": 3} if len(points) > 1 else {"marker": "*", "markersize": 12, "capsize": 3}
+        ax.errorbar(frames, mean, yerr=std, label=label, **style)
+    ax.set_xscale("log")
+    ax.set_xlabel("training frames (whole episodes)")
+    ax.set_ylabel("strict success (pusht-eval-v1)")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    with atomic_file(out) as handle:
+        fig.savefig(handle, format="png", dpi=120)
+    plt.close(fig)

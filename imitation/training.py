@@ -1,0 +1,77 @@
+"""The training loop every learner shares: seeded batches, AdamW with warm-up and cosine decay, optional EMA weights.
+
+Learners differ only in their network and their loss; sharing the loop means two learners trained on one dataset
+differ in nothing else, and one config field changes the budget of all of them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from tqdm import tqdm
+
+LossFn = Callable[[nn.Module, torch.Tensor, torch.Generator], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """What every chunked learner shares: its input/output shape and its training budget."""
+
+    n_obs: int = 2  # observation frames in (Diffusion Policy's n_obs_steps)
+    horizon: int = 16  # actions predicted; the controller executes the first `exec_horizon`
+    steps: int = 20_000  # gradient steps, whatever the dataset's size: datasets are compared at equal effort
+    batch_size: int = 256
+    lr: float = 1e-3  # AdamW peak, after a linear warm-up, cosine-decayed to 0
+    warmup_steps: int = 500
+    weight_decay: float = 1e-6
+    ema_decay: float = 0.0  # > 0: evaluate an exponential moving average of the weights
+    seed: int = 0
+
+
+def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+    return factor
+
+
+def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConfig, desc: str,
+          progress: bool = True) -> tuple[nn.Module, dict]:
+    """Fit `model` on random batches of sample indices; returns the weights to evaluate and a training record.
+
+    `loss_fn(model, indices, generator)` computes a batch's loss; the generator is the one source of randomness
+    (batches and any noise), seeded by `config.seed`, so the same call gives the same weights.
+    """
+    generator = torch.Generator().manual_seed(config.seed)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, _warmup_cosine(config.warmup_steps, config.steps))
+    ema = (AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
+           if config.ema_decay > 0 else None)
+    started, recent = time.perf_counter(), []
+    model.train()
+    with tqdm(range(config.steps), desc=desc, unit="step", disable=not progress or None, mininterval=1.0) as bar:
+        for step in bar:
+            index = torch.randint(n_samples, (config.batch_size,), generator=generator)
+            loss = loss_fn(model, index, generator)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            if ema is not None:
+                ema.update_parameters(model)
+            recent.append(loss.detach())
+            if step % 500 == 499:
+                bar.set_postfix(loss=f"{torch.stack(recent[-500:]).mean().item():.4f}")
+    trained = ema.module if ema is not None else model
+    trained.eval()
+    record = {"config": asdict(config), "samples": n_samples,
+              "final_loss": float(torch.stack(recent[-500:]).mean()) if recent else float("nan"),
+              "seconds": time.perf_counter() - started}
+    return trained, record
