@@ -48,6 +48,10 @@ class TrainConfig:
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
     layer_norm: bool = True
+    crossq: bool = False  # CrossQ critics: no targets, batch renormalisation, joint (s,a)/(s',a') pass
+    brn_warmup: int = 100_000  # crossq: critic updates of plain batch norm before renormalisation
+    policy_delay: int = 1  # actor and α step on every policy_delay-th update
+    adam_beta1: float = 0.9  # Adam's β1 (CrossQ's paper: 0.5)
     bf16: bool = False  # bfloat16 autocast in updates (see README "Speed")
     compile: bool = False  # torch.compile the update
     checkpoint_every: int = 100  # episodes
@@ -64,12 +68,12 @@ class TrainConfig:
 
     def validate(self) -> None:
         positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "hidden_dim",
-                    "checkpoint_every", "keep_checkpoints", "log_every"]
+                    "checkpoint_every", "keep_checkpoints", "log_every", "policy_delay"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ["max_env_steps", "start_steps", "update_after", "eval_every", "eval_episodes", "threads",
-                     "grad_clip", "checkpoint_every_steps"]:
+                     "grad_clip", "checkpoint_every_steps", "brn_warmup"]:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ["lr", "reward_scale", "init_alpha"]:
@@ -79,6 +83,11 @@ class TrainConfig:
             raise ConfigError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 < self.tau <= 1.0:
             raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
+        if not 0.0 <= self.adam_beta1 < 1.0:
+            raise ConfigError(f"adam_beta1 must be in [0, 1), got {self.adam_beta1}")
+        if self.crossq and self.layer_norm:
+            raise ConfigError("crossq normalises the critics with batch renormalisation instead of LayerNorm; "
+                              "add layer_norm=false")
         if self.buffer_size < self.batch_size:
             raise ConfigError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
         if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):

@@ -42,7 +42,7 @@ from sac.utils import rng_state, seed_everything, set_rng_state
 
 EXIT_NUMERICAL_FAULT = 1
 # Keys that fix the shape of what a checkpoint holds; resuming with other values is refused.
-STRUCTURAL_KEYS = ("env_id", "hidden_dim", "buffer_size", "layer_norm")
+STRUCTURAL_KEYS = ("env_id", "hidden_dim", "buffer_size", "layer_norm", "crossq")
 
 
 class NumericalFault(RuntimeError):
@@ -72,7 +72,8 @@ class Trainer:
         hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=decision_gamma, tau=config.tau,
                             grad_clip=config.grad_clip, target_entropy=config.target_entropy,
                             init_alpha=config.init_alpha, layer_norm=config.layer_norm, bf16=config.bf16,
-                            compile=config.compile)
+                            compile=config.compile, crossq=config.crossq, brn_warmup=config.brn_warmup,
+                            policy_delay=config.policy_delay, adam_beta1=config.adam_beta1)
         self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
         self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
         self.global_step = 0  # env steps
@@ -187,15 +188,16 @@ class Trainer:
         if bad:
             raise NumericalFault(f"non-finite {', '.join(bad)} at env step {self.global_step}")
         step = self.global_step
-        writer.add_scalar("Loss/actor", values["loss_actor"], step)
         writer.add_scalar("Loss/critic1", values["loss_critic1"], step)
         writer.add_scalar("Loss/critic2", values["loss_critic2"], step)
-        writer.add_scalar("Loss/alpha", values["loss_alpha"], step)
         writer.add_scalar("Alpha", values["alpha"], step)
         writer.add_scalar("Q/mean_q1", values["mean_q1"], step)
         writer.add_scalar("Q/mean_q2", values["mean_q2"], step)
-        writer.add_scalar("Policy/log_prob", values["log_prob"], step)
-        writer.add_scalar("Policy/entropy", -values["log_prob"], step)
+        if "loss_actor" in values:  # the last policy update's (policy_delay > 1 skips it on some updates)
+            writer.add_scalar("Loss/actor", values["loss_actor"], step)
+            writer.add_scalar("Loss/alpha", values["loss_alpha"], step)
+            writer.add_scalar("Policy/log_prob", values["log_prob"], step)
+            writer.add_scalar("Policy/entropy", -values["log_prob"], step)
 
     def run_episode(self, writer: SummaryWriter) -> bool:
         """One training episode; returns False if a stop signal or the step cap cut it short."""

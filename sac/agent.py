@@ -1,4 +1,4 @@
-"""SACAgent: the networks, their optimisers and one gradient step."""
+"""SACAgent: the networks, their optimisers and one gradient step (SAC, or its CrossQ variant)."""
 
 from __future__ import annotations
 
@@ -26,15 +26,26 @@ class SACHyperParams:
     layer_norm: bool = False  # LayerNorm after each hidden layer of the critics
     bf16: bool = False  # bfloat16 autocast for the update's matmuls (fast on CPUs with AMX)
     compile: bool = False  # torch.compile the update (pays on long runs: ~1 min to compile)
+    # CrossQ (Bhatt et al., ICLR 2024): no target critics; batch renormalisation in the critics; one joint critic
+    # pass over (s, a) and (s', a') so the normalisation statistics see both. `tau` is then unused.
+    crossq: bool = False
+    brn_warmup: int = 100_000  # CrossQ: critic updates during which batch renormalisation is plain batch norm
+    policy_delay: int = 1  # actor and α are updated on every policy_delay-th update (the first included)
+    adam_beta1: float = 0.9  # Adam's β1 for every optimiser (CrossQ's paper: 0.5)
 
 
-def _make_adam(params: list[nn.Parameter] | list[torch.Tensor], lr: float, device: torch.device) -> torch.optim.Adam:
+def _make_adam(params: list[nn.Parameter] | list[torch.Tensor], hp: SACHyperParams,
+               device: torch.device) -> torch.optim.Adam:
     """Fused Adam: one kernel for all parameters instead of a loop of small ops."""
-    return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"))
+    return torch.optim.Adam(params, lr=hp.lr, betas=(hp.adam_beta1, 0.999), fused=device.type in ("cpu", "cuda"))
 
 
 class SACAgent:
-    """Actor, twin critics with targets, and an auto-tuned temperature α."""
+    """Actor, twin critics with targets (none with `crossq`), and an auto-tuned temperature α.
+
+    With `crossq` the critics stay in eval mode (running normalisation statistics) except during their own
+    update's joint forward pass, so the actor's loss and any outside caller see the running statistics.
+    """
 
     def __init__(self, obs_dim: int, act_dim: int, hp: SACHyperParams | None = None,
                  device: str | torch.device = "cpu") -> None:
@@ -43,12 +54,19 @@ class SACAgent:
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.target_entropy = float(-act_dim if self.hp.target_entropy is None else self.hp.target_entropy)
         self.actor = GaussianActor(obs_dim, act_dim, self.hp.hidden_dim).to(self.device)
-        self.critic = TwinQ(obs_dim, act_dim, self.hp.hidden_dim, self.hp.layer_norm).to(self.device)
-        self.critic_target = make_target(self.critic)
+        if self.hp.policy_delay < 1:
+            raise ValueError(f"policy_delay must be >= 1, got {self.hp.policy_delay}")
+        self.critic = TwinQ(obs_dim, act_dim, self.hp.hidden_dim, self.hp.layer_norm, batch_renorm=self.hp.crossq,
+                            brn_warmup=self.hp.brn_warmup).to(self.device)
+        self.critic_target = None if self.hp.crossq else make_target(self.critic)
+        if self.hp.crossq:
+            self.critic.eval()
         self.log_alpha = torch.tensor([float(np.log(self.hp.init_alpha))], device=self.device, requires_grad=True)
-        self.actor_opt = _make_adam(list(self.actor.parameters()), self.hp.lr, self.device)
-        self.critic_opt = _make_adam(list(self.critic.parameters()), self.hp.lr, self.device)
-        self.alpha_opt = _make_adam([self.log_alpha], self.hp.lr, self.device)
+        self.actor_opt = _make_adam(list(self.actor.parameters()), self.hp, self.device)
+        self.critic_opt = _make_adam(list(self.critic.parameters()), self.hp, self.device)
+        self.alpha_opt = _make_adam([self.log_alpha], self.hp, self.device)
+        self.updates = 0  # gradient updates so far: schedules the delayed policy update
+        self._policy_metrics: dict[str, torch.Tensor] = {}  # the last policy update's, repeated until the next
         # On CUDA "reduce-overhead" also captures the update in CUDA graphs.
         mode = "reduce-overhead" if self.device.type == "cuda" else "default"
         self._update_impl = torch.compile(self._update, mode=mode) if self.hp.compile else self._update
@@ -76,26 +94,59 @@ class SACAgent:
         opt.step()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        """One step on critics, actor and α, then the target update.
+        """One step on the critics; on every `policy_delay`-th call also on the actor and α; then the target update.
 
-        Returns detached tensors: the caller decides when to pay for a host sync.
+        Returns detached tensors (the actor's and α's from the last policy step): the caller decides when to pay
+        for a host sync.
         """
-        return self._update_impl(batch)
+        update_policy = self.updates % self.hp.policy_delay == 0
+        self.updates += 1
+        return self._update_impl(batch, update_policy)
 
     def _autocast(self) -> torch.autocast:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.hp.bf16)
 
-    def _update(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def _update(self, batch: Batch, update_policy: bool = True) -> dict[str, torch.Tensor]:
         alpha = self.alpha
-        with torch.no_grad(), self._autocast():
-            next_action, next_log_prob = self.actor.sample(batch.next_obs)
-            next_q = self.critic_target(batch.next_obs, next_action)
-            target = td_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, self.hp.gamma).float()
-        with self._autocast():
-            q = self.critic(batch.obs, batch.action).float()
-            per_critic = critic_losses(q, target)
+        if self.critic_target is None:
+            # CrossQ: one pass over [(s, a); (s', a')] in train mode, so the batch statistics are the mixture's;
+            # the bootstrap half is held constant, as a target network's output would be.
+            with torch.no_grad(), self._autocast():
+                next_action, next_log_prob = self.actor.sample(batch.next_obs)
+            self.critic.train()
+            with self._autocast():
+                joint = self.critic(torch.cat([batch.obs, batch.next_obs]), torch.cat([batch.action, next_action]))
+            self.critic.eval()
+            q, next_q = joint.float().split(batch.obs.shape[0], dim=1)
+            target = td_target(batch.reward, batch.terminated, next_q.detach(), next_log_prob.float(), alpha,
+                               self.hp.gamma)
+        else:
+            with torch.no_grad(), self._autocast():
+                next_action, next_log_prob = self.actor.sample(batch.next_obs)
+                next_q = self.critic_target(batch.next_obs, next_action)
+                target = td_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha,
+                                   self.hp.gamma).float()
+            with self._autocast():
+                q = self.critic(batch.obs, batch.action).float()
+        per_critic = critic_losses(q, target)
         self._clip_and_step(per_critic.sum(), self.critic, self.critic_opt)
 
+        if update_policy:
+            self._policy_metrics = self._update_policy(batch, alpha)
+        if self.critic_target is not None:
+            polyak_update(self.critic, self.critic_target, self.hp.tau)
+        q = q.detach()
+        return {
+            "loss_critic1": per_critic[0].detach(),
+            "loss_critic2": per_critic[1].detach(),
+            "alpha": alpha[0],
+            "mean_q1": q[0].mean(),
+            "mean_q2": q[1].mean(),
+            **self._policy_metrics,
+        }
+
+    def _update_policy(self, batch: Batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One step on the actor, then on α; the critics (in eval mode under CrossQ) give the Q-values."""
         # The actor's gradient flows through the critics' inputs only, not into their weights.
         self.critic.requires_grad_(False)
         with self._autocast():
@@ -109,37 +160,31 @@ class SACAgent:
         self.alpha_opt.zero_grad(set_to_none=True)
         loss_alpha.backward()
         self.alpha_opt.step()
-
-        polyak_update(self.critic, self.critic_target, self.hp.tau)
-        q = q.detach()
-        return {
-            "loss_actor": loss_actor.detach(),
-            "loss_critic1": per_critic[0].detach(),
-            "loss_critic2": per_critic[1].detach(),
-            "loss_alpha": loss_alpha.detach(),
-            "alpha": alpha[0],
-            "mean_q1": q[0].mean(),
-            "mean_q2": q[1].mean(),
-            "log_prob": log_prob.detach().mean(),
-        }
+        return {"loss_actor": loss_actor.detach(), "loss_alpha": loss_alpha.detach(),
+                "log_prob": log_prob.detach().mean()}
 
     def state_dict(self) -> dict:
         return {
             "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
+            "critic": self.critic.state_dict(),  # with CrossQ also the running normalisation statistics
+            **({} if self.critic_target is None else {"critic_target": self.critic_target.state_dict()}),
             "log_alpha": self.log_alpha.detach().clone(),
             "actor_opt": self.actor_opt.state_dict(),
             "critic_opt": self.critic_opt.state_dict(),
             "alpha_opt": self.alpha_opt.state_dict(),
+            "updates": self.updates,
+            "policy_metrics": dict(self._policy_metrics),
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
+        if self.critic_target is not None:
+            self.critic_target.load_state_dict(state["critic_target"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         self.actor_opt.load_state_dict(state["actor_opt"])
         self.critic_opt.load_state_dict(state["critic_opt"])
         self.alpha_opt.load_state_dict(state["alpha_opt"])
+        self.updates = int(state.get("updates", 0))
+        self._policy_metrics = dict(state.get("policy_metrics", {}))

@@ -1,4 +1,4 @@
-"""Twin Q networks as one batched module, with a Polyak-averaged target copy."""
+"""Twin Q networks as one batched module, with a Polyak-averaged target copy (none for CrossQ)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 
 import torch
 from torch import nn
+
+from sac.batch_renorm import EnsembleBatchRenorm
 
 
 class EnsembleLinear(nn.Module):
@@ -30,20 +32,31 @@ class EnsembleLinear(nn.Module):
 
 
 class TwinQ(nn.Module):
-    """Q1, Q2: MLPs (obs+act → hidden → hidden → 1) computed together; optional LayerNorm."""
+    """Q1, Q2: MLPs (obs+act → hidden → hidden → 1) computed together.
+
+    Optional LayerNorm after each hidden layer, or batch renormalisation (CrossQ) before every linear layer:
+    on the input and on both hidden layers' activations. With batch renormalisation the output depends on
+    the module's mode: `train()` normalises with the batch's statistics and updates the running ones,
+    `eval()` uses the running statistics.
+    """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden_dim: int = 256, layer_norm: bool = False,
-                 n_critics: int = 2) -> None:
+                 n_critics: int = 2, batch_renorm: bool = False, brn_warmup: int = 100_000) -> None:
         super().__init__()
+        if layer_norm and batch_renorm:
+            raise ValueError("choose LayerNorm or batch renormalisation for the critics, not both")
         self.n_critics = n_critics
 
         def norm() -> nn.Module:
             return nn.LayerNorm(hidden_dim) if layer_norm else nn.Identity()
 
+        def pre(features: int) -> list[nn.Module]:
+            return [EnsembleBatchRenorm(n_critics, features, warmup_steps=brn_warmup)] if batch_renorm else []
+
         self.net = nn.Sequential(
-            EnsembleLinear(n_critics, obs_dim + act_dim, hidden_dim), norm(), nn.ReLU(),
-            EnsembleLinear(n_critics, hidden_dim, hidden_dim), norm(), nn.ReLU(),
-            EnsembleLinear(n_critics, hidden_dim, 1),
+            *pre(obs_dim + act_dim), EnsembleLinear(n_critics, obs_dim + act_dim, hidden_dim), norm(), nn.ReLU(),
+            *pre(hidden_dim), EnsembleLinear(n_critics, hidden_dim, hidden_dim), norm(), nn.ReLU(),
+            *pre(hidden_dim), EnsembleLinear(n_critics, hidden_dim, 1),
         )
 
     def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
