@@ -18,9 +18,11 @@ from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 
 
 def recipe_env_options() -> PushTOptions:
-    """The default recipe's reward and features (docs/experiments.md records how they were chosen)."""
+    """The default recipe's (the demonstrator's) reward, features and waypoint mode: docs/experiments.md
+    records how they were chosen."""
     return PushTOptions(features="rich", step_cost=1.0, success_bonus=10.0, shaping_keypoints=20.0,
-                        shaping_agent_block=5.0, goal_start_prob=0.25)
+                        shaping_agent_block=5.0, goal_start_prob=0.25, action_mode="waypoint", decision_steps=4,
+                        target_speed=15.0, max_lead=40.0, waypoint_reach=0.0)
 
 
 class ConfigError(ValueError):
@@ -31,12 +33,12 @@ class ConfigError(ValueError):
 class TrainConfig:
     seed: int = 0
     env_id: str = PUSHT_ENV_ID
-    episodes: int = 20_000
-    max_env_steps: int = 550_000  # 0 = no cap; the shipped policy is the recipe at 549k steps
+    episodes: int = 100_000
+    max_env_steps: int = 1_000_000  # 0 = no cap; the shipped demonstrator is the recipe at 1M steps
     start_steps: int = 5000  # uniform random actions before the policy acts
     update_after: int = 5000  # env steps before the first gradient update
     update_every: int = 1  # agent steps (decisions; = env steps unless env.decision_steps > 1) between update rounds
-    num_updates: int = 1  # gradient steps per round
+    num_updates: int = 2  # gradient steps per round
     batch_size: int = 256
     buffer_size: int = 1_000_000
     hidden_dim: int = 256
@@ -54,14 +56,14 @@ class TrainConfig:
     adam_beta1: float = 0.9  # Adam's β1 (CrossQ's paper: 0.5)
     bf16: bool = False  # bfloat16 autocast in updates (see README "Speed")
     compile: bool = False  # torch.compile the update
-    checkpoint_every: int = 100  # episodes
+    checkpoint_every: int = 50  # episodes
     checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
     keep_checkpoints: int = 3
     checkpoint_dir: str = "checkpoints"
     log_dir: str = "logs"
     log_every: int = 100  # gradient updates between loss/Q/α scalars
-    eval_every: int = 10_000  # env steps; 0 disables
-    eval_episodes: int = 10
+    eval_every: int = 25_000  # env steps; 0 disables
+    eval_episodes: int = 20
     device: str = "cpu"
     threads: int = 0  # torch intra-op threads; 0 keeps torch's default
     env: PushTOptions = field(default_factory=recipe_env_options)

@@ -1,7 +1,7 @@
 """End-to-end training throughput on PushT: train.py's loop vs Stable-Baselines3's SAC.learn.
 
-Same env (the PushT wrapper with the default recipe's options), hyper-parameters, UTD 1
-(one gradient step per env step after the random phase) and thread count.
+Same env (the PushT wrapper with the fast recipe's options, configs/fast.yaml: one action per env step),
+hyper-parameters, UTD 1 (one gradient step per env step after the random phase) and thread count.
 
     python benchmarks/end_to_end.py [--random-steps 5000] [--learning-steps 20000] [--threads 2] [--bf16]
 """
@@ -9,13 +9,15 @@ Same env (the PushT wrapper with the default recipe's options), hyper-parameters
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 from common import make_sb3_sac
 
-from config import TrainConfig
+from config import load_config
 from env.pusht_wrapper import make_env
 from train import Trainer
 
@@ -32,10 +34,11 @@ def main() -> None:
     total = args.random_steps + args.learning_steps
 
     with tempfile.TemporaryDirectory() as tmp:
-        config = TrainConfig(episodes=10**6, max_env_steps=total, start_steps=args.random_steps,
-                             update_after=args.random_steps, eval_every=0, checkpoint_every=10**6,
-                             checkpoint_dir=f"{tmp}/ckpt", log_dir=f"{tmp}/logs", threads=args.threads,
-                             layer_norm=False, bf16=args.bf16, compile=args.compile)  # SB3 has no LayerNorm
+        fast = load_config(Path(__file__).resolve().parents[1] / "configs" / "fast.yaml")
+        config = dataclasses.replace(fast, episodes=10**6, max_env_steps=total, start_steps=args.random_steps,
+                                     update_after=args.random_steps, eval_every=0, checkpoint_every=10**6,
+                                     checkpoint_dir=f"{tmp}/ckpt", log_dir=f"{tmp}/logs", threads=args.threads,
+                                     layer_norm=False, bf16=args.bf16, compile=args.compile)  # SB3: no LayerNorm
         trainer = Trainer(config)
         start = time.perf_counter()
         trainer.train(resume=False)

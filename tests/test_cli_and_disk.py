@@ -45,7 +45,7 @@ def test_progress_counts_env_steps_when_the_step_cap_ends_the_run(tmp_path):
     assert "600/600" in by_steps.stderr and "success100=" in by_steps.stderr
     by_episodes = run_script("train.py", "--set", *folders(tmp_path / "b"), *TINY, "episodes=2")
     assert by_episodes.returncode == 0, by_episodes.stderr
-    assert "2/2" in by_episodes.stderr and "/550" not in by_episodes.stderr
+    assert "2/2" in by_episodes.stderr and "/1.00M" not in by_episodes.stderr
 
 
 def test_step_based_checkpoints_report_size_and_time(tmp_path):

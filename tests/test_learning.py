@@ -15,7 +15,7 @@ def test_sac_solves_pendulum_within_20k_steps(tmp_path):
     result = run_script(
         "train.py", "--no-resume", "--set", "env_id=Pendulum-v1", "--set", "max_env_steps=20000",
         "--set", "episodes=100", "--set", "start_steps=1000", "--set", "update_after=1000",
-        "--set", "reward_scale=1.0", "--set", "eval_every=0", "--set", "checkpoint_every=100",
+        "--set", "reward_scale=1.0", "--set", "num_updates=1", "--set", "eval_every=0", "--set", "checkpoint_every=100",
         "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", f"log_dir={tmp_path / 'logs'}",
         "--set", "threads=1", timeout=3000)
     assert result.returncode == 0, result.stderr

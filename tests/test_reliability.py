@@ -138,7 +138,7 @@ def test_checkpoint_from_another_observation_size_is_refused(tmp_path):
     before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
     second = run_script("train.py", *args_for(tmp_path, 600, **{"env.features": "rich"}), timeout=60)
     assert second.returncode == 2
-    assert "obs/action sizes 6/2" in second.stderr and "checkpoint_dir" in second.stderr
+    assert "obs/action sizes 8/2" in second.stderr and "checkpoint_dir" in second.stderr  # 6 + the PD target
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before
 
 

@@ -33,7 +33,7 @@ def test_tiny_run_writes_checkpoints_and_tags_then_resumes(tmp_path, tiny_train_
     assert checkpoints, "no checkpoint written"
     state = load_file(checkpoints[-1])
     assert state["episode"] == 2 and state["global_step"] == 600
-    assert len(state["buffer"]["reward"]) == 600
+    assert len(state["buffer"]["reward"]) == state["decisions"] == 150  # the default recipe: 4 env steps a decision
     assert REQUIRED_TAGS <= all_tags(tmp_path / "logs")
 
     second = run_script("train.py", *[a.replace("episodes=2", "episodes=3") for a in tiny_train_args])
@@ -42,7 +42,7 @@ def test_tiny_run_writes_checkpoints_and_tags_then_resumes(tmp_path, tiny_train_
     resumed = load_file(list_checkpoints(tmp_path / "ckpt")[-1])
     assert resumed["episode"] == 3 and resumed["global_step"] == 900
     assert resumed["updates"] > state["updates"]
-    assert len(resumed["buffer"]["reward"]) == 900
+    assert len(resumed["buffer"]["reward"]) == 225
     steps = scalar_steps(tmp_path / "logs", "Reward/episode")
     assert steps == [300, 600, 900]
 
@@ -80,6 +80,20 @@ def test_bad_config_exits_2_with_one_line(tmp_path, args, fragment):
 
 def test_shipped_default_config_equals_embedded_defaults():
     assert load_config(REPO / "configs" / "sac_configs.yaml") == TrainConfig()
+
+
+def test_default_recipe_is_the_demonstrator_and_the_fast_preset_keeps_the_fast_recipe():
+    default = TrainConfig()
+    assert (default.env.action_mode, default.env.decision_steps, default.env.target_speed, default.env.max_lead) == (
+        "waypoint", 4, 15.0, 40.0)
+    assert (default.max_env_steps, default.num_updates, default.checkpoint_dir, default.log_dir) == (
+        1_000_000, 2, "checkpoints", "logs")
+    fast = load_config(REPO / "configs" / "fast.yaml")
+    assert (fast.env.action_mode, fast.env.decision_steps, fast.max_env_steps, fast.num_updates) == (
+        "absolute", 1, 550_000, 1)
+    assert (fast.env.features, fast.env.step_cost, fast.env.success_bonus, fast.env.goal_start_prob) == (
+        "rich", 1.0, 10.0, 0.25)
+    assert fast.checkpoint_dir != default.checkpoint_dir and fast.log_dir != default.log_dir
 
 
 def test_seed_preset_keeps_the_seed_hyper_parameters():
