@@ -25,12 +25,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from cli_common import BadInput, check_writable_dir, run_command
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
-from imitation.judge import LEARNERS, Job, aggregate, format_row, run_jobs
+from imitation.judge import LEARNERS, STATE_LEARNERS, Job, aggregate, format_row, run_jobs
 from imitation.plot import plot_scaling
 from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_write_bytes, guarded_write
@@ -40,8 +41,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 or zarr)")
     parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
-    parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(LEARNERS),
-                        help="learners to train (default: all)")
+    parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(STATE_LEARNERS),
+                        help="learners to train: mlp (regression), flow (flow matching), image (flow matching on the "
+                             "96x96 render + agent xy; zarr datasets) (default: mlp flow)")
     parser.add_argument("--seeds", type=int, default=3, help="training seeds per learner: 0..N-1 (default 3)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", default=[8, 1], metavar="K",
                         help="targets executed per prediction (one or more values; default 8 1)")
@@ -53,6 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="datasets judged whole with the same learners, seeds and starts (e.g. the human demos)")
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")
+    parser.add_argument("--device", default="cpu", help="where learners train and predict, e.g. cuda (default cpu)")
     parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
@@ -81,6 +84,12 @@ def validate(args: argparse.Namespace) -> None:
     bad = [k for k in args.exec_horizon if not 1 <= k <= horizon]
     if bad:
         raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learners predict {horizon}), got {bad[0]}")
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        raise BadInput(f"--device {args.device!r} is not a torch device; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BadInput("--device cuda: this machine has no CUDA device; use --device cpu")
     if args.plot and not args.imitation:
         raise BadInput("--plot draws the imitation figures; add --imitation")
     _check_output(args.json, "--json", args.overwrite)
@@ -99,9 +108,9 @@ def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstrati
     return episodes[:kept]
 
 
-def load(path: str) -> tuple[str, Path, list[Demonstration]]:
+def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
     try:
-        return read_demonstrations(path)
+        return read_demonstrations(path, images=images)
     except DatasetFormatError as err:
         raise BadInput(str(err)) from None
 
@@ -113,7 +122,7 @@ def report(args: argparse.Namespace) -> int:
     parts: list[tuple[str, list[Demonstration]]] = []
     result: dict = {"datasets": []}
     for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
-        fmt, root, episodes = load(path)
+        fmt, root, episodes = load(path, images="image" in args.learner and args.imitation)
         budgets = [None] if is_reference or not args.max_frames else sorted(set(args.max_frames))
         for budget in budgets:
             used = episodes if budget is None else first_frames(episodes, budget)
@@ -128,7 +137,8 @@ def report(args: argparse.Namespace) -> int:
                 for label, used in parts for learner in args.learner for seed in range(args.seeds)]
         # the costliest learners first, so the last job to finish is a short one
         order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
-        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, args.train_steps)
+        overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {})}
+        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides)
         rows = aggregate(results)
         result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
                                "summary": rows, "runs": results}

@@ -37,6 +37,7 @@ class Demonstration:
     keypoints: np.ndarray  # (T, 8, 2) gym-pusht's block corners
     success: bool | None  # None where the dataset does not record it (DP replay zarr)
     seed: int | None  # the start seed where recorded
+    image: np.ndarray | None = None  # (T, H, W, 3) uint8 renders, read only when asked for (`images=True`)
 
     @property
     def length(self) -> int:
@@ -85,7 +86,7 @@ def _read_lerobot(root: Path) -> list[Demonstration]:
             for row, frames in lerobot_writer.iter_episodes(root)]
 
 
-def _read_zarr(root: Path) -> list[Demonstration]:
+def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
     group = zarr.open_group(str(root), mode="r")
     state = group["data"]["state"][:].astype(np.float64)
     action = group["data"]["action"][:].astype(np.float64)
@@ -96,16 +97,21 @@ def _read_zarr(root: Path) -> list[Demonstration]:
     episodes, start = [], 0
     for e, end in enumerate(ends):
         window = slice(start, int(end))
+        # DP stores float32 0-255; one episode at a time keeps the peak memory at the uint8 copy
+        image = np.round(group["data"]["img"][window]).astype(np.uint8) if images else None
         episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
                                       keypoints=keypoints_from_pose(state[window, 2:5]),
                                       success=None if successes is None else bool(successes[e]),
-                                      seed=None if seeds is None else int(seeds[e])))
+                                      seed=None if seeds is None else int(seeds[e]), image=image))
         start = int(end)
     return episodes
 
 
-def read_demonstrations(path: str | Path) -> tuple[str, Path, list[Demonstration]]:
-    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones."""
+def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, list[Demonstration]]:
+    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones.
+
+    `images=True` also reads the 96×96 renders, from zarr datasets (a `--format both` folder through its zarr part).
+    """
     path = Path(path)
     found = detect_format(path) if path.is_dir() else None
     if found is None:
@@ -113,8 +119,13 @@ def read_demonstrations(path: str | Path) -> tuple[str, Path, list[Demonstration
                                  f"zarr (data/action, meta/episode_ends); pass a folder written by collect_dataset.py "
                                  f"or a replay zarr")
     fmt, root = found
+    if images and fmt == "lerobot":
+        if (path / "zarr").is_dir():
+            return read_demonstrations(path / "zarr", images=True)
+        raise DatasetFormatError(f"{str(root)!r} is a LeRobot dataset; the image learner reads images from zarr "
+                                 f"datasets: collect with --format zarr or --format both")
     try:
-        episodes = _read_lerobot(root) if fmt == "lerobot" else _read_zarr(root)
+        episodes = _read_lerobot(root) if fmt == "lerobot" else _read_zarr(root, images)
     except (OSError, KeyError, ValueError, json.JSONDecodeError) as err:
         raise DatasetFormatError(f"{str(root)!r} looks like a {fmt} dataset but cannot be read "
                                  f"({type(err).__name__}: {err})") from None

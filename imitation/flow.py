@@ -56,15 +56,27 @@ class FiLMBlock(nn.Module):
         return h + self.mlp(self.norm(h) * (1 + scale) + shift)
 
 
-class FlowChunkPolicy(ChunkPolicy):
-    """Velocity network with its scaling built in; `predict` samples chunks."""
+class StateEncoder(nn.Module):
+    """(B, n_obs·18) raw observations → (B, cond_dim) condition, with the observation scaling built in."""
 
-    def __init__(self, config: FlowConfig, obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> None:
+    def __init__(self, config: FlowConfig, obs_norm: RangeNormalizer) -> None:
         super().__init__()
-        self.config, self.obs_norm, self.act_norm = config, obs_norm, act_norm
+        self.obs_norm = obs_norm
+        self.net = nn.Sequential(nn.Linear(config.n_obs * OBS_DIM, config.cond_dim), nn.GELU(),
+                                 nn.Linear(config.cond_dim, config.cond_dim))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(self.obs_norm(obs.flatten(1)))
+
+
+class FlowChunkPolicy(ChunkPolicy):
+    """Velocity network with its action scaling built in; `predict` samples chunks. The observation encoder is
+    what distinguishes the state learner from the image learner (imitation/image.py)."""
+
+    def __init__(self, config: FlowConfig, obs_encoder: nn.Module, act_norm: RangeNormalizer) -> None:
+        super().__init__()
+        self.config, self.obs_encoder, self.act_norm = config, obs_encoder, act_norm
         chunk_dim = config.horizon * ACT_DIM
-        self.obs_encoder = nn.Sequential(nn.Linear(config.n_obs * OBS_DIM, config.cond_dim), nn.GELU(),
-                                         nn.Linear(config.cond_dim, config.cond_dim))
         self.time_encoder = nn.Sequential(nn.Linear(config.cond_dim, config.cond_dim), nn.GELU())
         self.inp = nn.Linear(chunk_dim, config.width)
         self.blocks = nn.ModuleList(FiLMBlock(config.width, config.cond_dim) for _ in range(config.blocks))
@@ -81,21 +93,23 @@ class FlowChunkPolicy(ChunkPolicy):
         return self.out(h)
 
     def flow_loss(self, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """Rectified-flow loss of (B, n_obs·18) raw observations and (B, horizon·2) scaled chunks."""
-        noise = torch.randn(chunk.shape, generator=generator)
-        t = torch.rand(len(chunk), generator=generator)
+        """Rectified-flow loss of a batch of raw observations (the encoder's input) and (B, horizon·2) scaled chunks;
+        the noise is drawn on the CPU from `generator` so a seed gives the same run on any device."""
+        noise = torch.randn(chunk.shape, generator=generator).to(chunk.device)
+        t = torch.rand(len(chunk), generator=generator).to(chunk.device)
         x_t = (1 - t[:, None]) * noise + t[:, None] * chunk
-        return nn.functional.mse_loss(self.velocity(x_t, t, self.obs_encoder(self.obs_norm(obs))), chunk - noise)
+        return nn.functional.mse_loss(self.velocity(x_t, t, self.obs_encoder(obs)), chunk - noise)
 
     @torch.no_grad()
     def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
-        obs_cond = self.obs_encoder(self.obs_norm(torch.as_tensor(frames, dtype=torch.float32).flatten(1)))
-        x = torch.randn((len(frames), self.config.horizon * ACT_DIM), generator=generator)
+        device = self.act_norm.centre.device
+        obs_cond = self.obs_encoder(torch.as_tensor(frames, dtype=torch.float32, device=device))
+        x = torch.randn((len(frames), self.config.horizon * ACT_DIM), generator=generator).to(device)
         dt = 1.0 / self.config.sample_steps
         for i in range(self.config.sample_steps):
-            t = torch.full((len(frames),), i * dt)
+            t = torch.full((len(frames),), i * dt, device=device)
             x = x + dt * self.velocity(x, t, obs_cond)
-        return self.act_norm.inverse(x).numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
+        return self.act_norm.inverse(x).cpu().numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
 
 
 def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
@@ -103,11 +117,14 @@ def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
     """Train on every frame of `episodes`; returns the (EMA) policy and a record of the training."""
     torch.manual_seed(config.seed)
     obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
-    policy = FlowChunkPolicy(config, RangeNormalizer.fit(obs, config.n_obs),
+    policy = FlowChunkPolicy(config, StateEncoder(config, RangeNormalizer.fit(obs, config.n_obs)),
                              RangeNormalizer.fit(actions, config.horizon))
-    obs_t, target_t = torch.as_tensor(obs), policy.act_norm(torch.as_tensor(actions))
+    policy.to(config.device)
+    obs_t = torch.as_tensor(obs, device=config.device)
+    target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
 
     def loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        index = index.to(config.device)
         return model.flow_loss(obs_t[index], target_t[index], generator)
 
     return train(policy, loss, len(obs), config, "imitation: training flow", progress)

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from datasets_io.readers import Demonstration
 from eval_protocol import wilson_interval
-from imitation import flow, mlp
+from imitation import flow, image, mlp
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
@@ -29,7 +29,9 @@ Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool], tuple[ChunkPolicy
 LEARNERS: dict[str, tuple[LearnerConfig, Fit]] = {
     "mlp": (mlp.MLPConfig(), mlp.fit),
     "flow": (flow.FlowConfig(), flow.fit),
+    "image": (image.ImageFlowConfig(), image.fit),
 }
+STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,14 @@ class Job:
 
 
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
-            train_steps: int | None = None, progress: bool = False) -> dict:
-    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat."""
+            overrides: dict | None = None, progress: bool = False) -> dict:
+    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
+
+    `overrides` replaces fields of the learner's default config (e.g. steps, device).
+    """
     torch.set_num_threads(1)
     config, fit = LEARNERS[job.learner]
-    config = replace(config, seed=job.seed, **({"steps": train_steps} if train_steps else {}))
+    config = replace(config, seed=job.seed, **(overrides or {}))
     policy, training = fit(episodes, config, progress)
     results = {}
     for k in exec_horizons:
@@ -56,19 +61,19 @@ def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence
 
 
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
-             eval_seeds: Sequence[int], workers: int, train_steps: int | None = None) -> list[dict]:
+             eval_seeds: Sequence[int], workers: int, overrides: dict | None = None) -> list[dict]:
     """Every job's result, in the order given; `workers` processes share them, one progress bar counts them."""
     if workers <= 1 or len(jobs) == 1:
         results = []
         for job, episodes in tqdm(jobs, desc="imitation: judging", unit="job", disable=len(jobs) == 1 or None):
-            results.append(run_job(job, episodes, exec_horizons, eval_seeds, train_steps, progress=len(jobs) == 1))
+            results.append(run_job(job, episodes, exec_horizons, eval_seeds, overrides, progress=len(jobs) == 1))
         return results
     # spawn: fresh interpreters, so each worker's single torch thread is not inherited state
     context = multiprocessing.get_context("spawn")
     results: dict[int, dict] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, \
             tqdm(total=len(jobs), desc="imitation: judging", unit="job") as bar:
-        futures = {pool.submit(run_job, job, episodes, exec_horizons, eval_seeds, train_steps): n
+        futures = {pool.submit(run_job, job, episodes, exec_horizons, eval_seeds, overrides): n
                    for n, (job, episodes) in enumerate(jobs)}
         for future in as_completed(futures):
             n = futures[future]

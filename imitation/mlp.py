@@ -44,8 +44,9 @@ class MLPChunkPolicy(ChunkPolicy):
 
     @torch.no_grad()
     def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
-        obs = torch.as_tensor(frames, dtype=torch.float32).flatten(1)
-        return self.act_norm.inverse(self(obs)).numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
+        obs = torch.as_tensor(frames, dtype=torch.float32, device=self.act_norm.centre.device).flatten(1)
+        chunks = self.act_norm.inverse(self(obs)).cpu().numpy()
+        return chunks.reshape(len(frames), self.config.horizon, ACT_DIM)
 
 
 def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
@@ -55,9 +56,12 @@ def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
     obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
     policy = MLPChunkPolicy(config, RangeNormalizer.fit(obs, config.n_obs),
                             RangeNormalizer.fit(actions, config.horizon))
-    obs_t, target_t = torch.as_tensor(obs), policy.act_norm(torch.as_tensor(actions))
+    policy.to(config.device)
+    obs_t = torch.as_tensor(obs, device=config.device)
+    target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
 
     def loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
+        index = index.to(config.device)
         return nn.functional.mse_loss(model(obs_t[index]), target_t[index])
 
     return train(policy, loss, len(obs), config, "imitation: training mlp", progress)

@@ -32,6 +32,7 @@ class LearnerConfig:
     weight_decay: float = 1e-6
     ema_decay: float = 0.0  # > 0: evaluate an exponential moving average of the weights
     seed: int = 0
+    device: str = "cpu"
 
 
 def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
@@ -47,8 +48,10 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
     """Fit `model` on random batches of sample indices; returns the weights to evaluate and a training record.
 
     `loss_fn(model, indices, generator)` computes a batch's loss; the generator is the one source of randomness
-    (batches and any noise), seeded by `config.seed`, so the same call gives the same weights.
+    (batches and any noise), seeded by `config.seed`, so the same call gives the same weights. It lives on the CPU,
+    the model on `config.device`.
     """
+    model.to(config.device)
     generator = torch.Generator().manual_seed(config.seed)
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, _warmup_cosine(config.warmup_steps, config.steps))

@@ -22,12 +22,17 @@ def frame_observation(agent_pos: np.ndarray, keypoints: np.ndarray) -> np.ndarra
     return np.concatenate([agent_pos, keypoints.reshape(*keypoints.shape[:-2], 16)], axis=-1)
 
 
+def window_indices(length: int, n_obs: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """(T, n_obs) frame and (T, horizon) action indices of an episode's windows, padded at both ends."""
+    t = np.arange(length)
+    return (np.clip(t[:, None] + np.arange(-n_obs + 1, 1), 0, None),
+            np.clip(t[:, None] + np.arange(horizon), None, length - 1))
+
+
 def episode_windows(ep: Demonstration, n_obs: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     """(T, n_obs·18) stacked observations (oldest first) and (T, horizon·2) action chunks of one episode."""
+    obs_index, action_index = window_indices(ep.length, n_obs, horizon)
     obs = frame_observation(ep.agent_pos, ep.keypoints)
-    t = np.arange(ep.length)
-    obs_index = np.clip(t[:, None] + np.arange(-n_obs + 1, 1), 0, None)
-    action_index = np.clip(t[:, None] + np.arange(horizon), None, ep.length - 1)
     return obs[obs_index].reshape(ep.length, -1), ep.action[action_index].reshape(ep.length, -1)
 
 
@@ -36,3 +41,13 @@ def dataset_windows(episodes: Sequence[Demonstration], n_obs: int, horizon: int)
     pairs = [episode_windows(ep, n_obs, horizon) for ep in episodes]
     return (np.concatenate([p[0] for p in pairs]).astype(np.float32),
             np.concatenate([p[1] for p in pairs]).astype(np.float32))
+
+
+def dataset_frame_indices(episodes: Sequence[Demonstration], n_obs: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Like `dataset_windows`, but the observations as (N, n_obs) indices into the episodes' concatenated frames:
+    for large per-frame data (images) that should not be copied n_obs times."""
+    offsets = np.cumsum([0] + [ep.length for ep in episodes[:-1]])
+    pairs = [window_indices(ep.length, n_obs, horizon) for ep in episodes]
+    obs_index = np.concatenate([p[0] + offset for p, offset in zip(pairs, offsets, strict=True)])
+    actions = np.concatenate([ep.action[p[1]].reshape(ep.length, -1) for p, ep in zip(pairs, episodes, strict=True)])
+    return obs_index, actions.astype(np.float32)

@@ -290,3 +290,18 @@ def test_training_and_sampling_are_repeatable_for_a_seed(fit, config):
         return policy.predict(frames, torch.Generator().manual_seed(seed))
     np.testing.assert_array_equal(predict(first), predict(second))
     assert not np.array_equal(predict(first), predict(other))
+
+
+def test_the_image_learner_trains_on_zarr_renders_and_evaluates_on_env_renders(tiny_dataset, tmp_path):
+    out = tmp_path / "image.json"
+    result = run_script("dataset_report.py", str(tiny_dataset), "--imitation", "--learner", "image", "--train-steps",
+                        "3", "--episodes", "2", "--seeds", "1", "--exec-horizon", "8", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(out.read_text())["imitation"]["summary"]
+    assert row["learner"] == "image" and row["frames"] == 75 and row["pooled"]["episodes"] == 2
+
+
+def test_the_image_learner_refuses_a_dataset_without_images(tiny_dataset):
+    result = run_script("dataset_report.py", str(tiny_dataset / "lerobot"), "--imitation", "--learner", "image",
+                        timeout=60)
+    assert result.returncode == 2 and "collect with --format zarr" in result.stderr
