@@ -198,22 +198,31 @@ class PushTWrapper(gym.Wrapper):
         info = dict(info, raw_reward=0.0, coverage=float(self.pusht._get_coverage()))
         return self.observation(keypoints), info
 
+    def next_target(self, action: np.ndarray, waypoint: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(PD target, waypoint) this step would send for `action`, changing nothing: the collector asks it what a
+        clean action would have sent while a perturbed one is executed. `waypoint` replaces the current one between
+        decisions (the clean rollout's own waypoint). Env units, float64."""
+        if not self.waypoint_mode:
+            return self.env_action(action).astype(np.float64), self._waypoint
+        opts = self.options
+        waypoint = self._waypoint if waypoint is None else waypoint
+        if self._steps % opts.decision_steps == 0:
+            if opts.waypoint_reach > 0:
+                offset = opts.waypoint_reach * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+                waypoint = np.clip(self._target + offset, 0.0, BOARD_SIZE)
+            else:
+                waypoint = self.env_action(action).astype(np.float64)
+        target = self._target + clip_norm(waypoint - self._target, opts.target_speed)
+        if opts.max_lead > 0:
+            agent = np.asarray(self.pusht.agent.position, dtype=np.float64)
+            target = agent + clip_norm(target - agent, opts.max_lead)
+        return np.clip(target, 0.0, BOARD_SIZE), waypoint
+
     def target_for(self, action: np.ndarray) -> np.ndarray:
         """The PD target this step sends for `action` (env units, float32); advances the waypoint state."""
         if not self.waypoint_mode:
             return self.env_action(action)
-        opts = self.options
-        if self._steps % opts.decision_steps == 0:
-            if opts.waypoint_reach > 0:
-                offset = opts.waypoint_reach * np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
-                self._waypoint = np.clip(self._target + offset, 0.0, BOARD_SIZE)
-            else:
-                self._waypoint = self.env_action(action).astype(np.float64)
-        target = self._target + clip_norm(self._waypoint - self._target, opts.target_speed)
-        if opts.max_lead > 0:
-            agent = np.asarray(self.pusht.agent.position, dtype=np.float64)
-            target = agent + clip_norm(target - agent, opts.max_lead)
-        self._target = np.clip(target, 0.0, BOARD_SIZE)
+        self._target, self._waypoint = self.next_target(action)
         return self._target.astype(np.float32)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:

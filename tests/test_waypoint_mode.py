@@ -90,12 +90,12 @@ def test_a_decision_stops_at_the_episode_end():
 @pytest.mark.parametrize("override, message", [
     ("env.action_mode=relative", "env.action_mode must be one of"),
     ("env.decision_steps=0", "env.decision_steps must be >= 1"),
-    ("env.decision_steps=3", "env.decision_steps > 1 needs env.action_mode=waypoint"),
+    ("env.action_mode=absolute env.decision_steps=3", "env.decision_steps > 1 needs env.action_mode=waypoint"),
     ("env.target_speed=0", "env.target_speed must be > 0"),
 ])
 def test_bad_mode_options_are_refused(override, message):
     with pytest.raises(ConfigError, match=message):
-        load_config(None, [override])
+        load_config(None, override.split())
 
 
 def test_train_evaluate_collect_and_verify_in_waypoint_mode(tmp_path):

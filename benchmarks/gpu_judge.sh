@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The image learner at its full budget (20k steps, batch 64) on a CUDA machine: the human reference beside the
+# demonstrator's demonstrations at the same frame budget, 3 seeds x 100 starts, exec 8 and 1.
+# Needs a Python with a CUDA build of torch (set PYTHON) and the project's requirements; collects the dataset first.
+#   benchmarks/gpu_judge.sh            (HUMAN, DATA, WORKERS as in judge_side_by_side.sh; WORKERS default 8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+DATA=${DATA:-data}
+HUMAN=${HUMAN:-../shared/reference/pusht_human_dp.zarr}
+WORKERS=${WORKERS:-8}
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+export OMP_NUM_THREADS=1
+[ -d "$DATA/demonstrator" ] || "$PYTHON" collect_dataset.py --episodes 280 --workers "$WORKERS" --format zarr \
+    --output "$DATA/demonstrator"
+"$PYTHON" dataset_report.py "$DATA/demonstrator" --max-frames 25650 --reference "$HUMAN" --imitation \
+    --learner image --device cuda --workers "$WORKERS" --json "${OUT:-$DATA/gpu_judge.json}" --overwrite "$@"

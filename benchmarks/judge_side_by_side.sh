@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The side-by-side judgement of the README's "Judging a dataset": the human reference, the demonstrator's and the
+# fast policy's demonstrations at the human frame budget, both state learners (mlp, flow), 3 training seeds x 100
+# protocol starts, exec 8 and 1. One progress bar counts the 18 jobs. Collects the two datasets first if missing.
+#   benchmarks/judge_side_by_side.sh [extra dataset_report.py options, e.g. --workers 1]
+# Environment: DATA (default data), HUMAN (default ../shared/reference/pusht_human_dp.zarr), OUT (JSON report).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-data}
+HUMAN=${HUMAN:-../shared/reference/pusht_human_dp.zarr}
+OUT=${OUT:-$DATA/judge_side_by_side.json}
+export OMP_NUM_THREADS=1
+[ -d "$DATA/demonstrator" ] || python collect_dataset.py --episodes 280 --workers 2 --format zarr \
+    --output "$DATA/demonstrator"
+[ -d "$DATA/fast" ] || python collect_dataset.py --checkpoint assets/policy_fast.pt --episodes 1600 --workers 2 \
+    --format zarr --output "$DATA/fast"
+python dataset_report.py "$DATA/demonstrator" "$DATA/fast" --max-frames 25650 --reference "$HUMAN" --imitation \
+    --json "$OUT" --overwrite "$@"
