@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +51,7 @@ from cli_common import (
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
+from datasets_io.perturbation import Perturbation, PerturbedRollout
 from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import verify
@@ -73,6 +74,7 @@ class Job:
     action_noise: float
     image_size: int
     max_steps: int
+    perturbation: Perturbation = Perturbation()
 
 
 class Collector:
@@ -82,7 +84,8 @@ class Collector:
         self.job = job
         self.policy = policy
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
-        self.recorder = EpisodeRecorder(make_env(*env_spec(policy), **size), job.max_steps)
+        self.env = make_env(*env_spec(policy), **size)
+        self.recorder = EpisodeRecorder(self.env, job.max_steps)
 
     def __call__(self, seed: int) -> EpisodeData:
         base = self.policy or random_policy(seed, 2)
@@ -94,7 +97,12 @@ class Collector:
                 action = action + self.job.action_noise * noise.standard_normal(action.shape)
             return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-        return self.recorder(act, seed)
+        if not self.job.perturbation.active:
+            return self.recorder(act, seed)
+        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed)
+        episode = self.recorder(rollout, seed)
+        return replace(episode, action=np.stack(rollout.labels), executed=episode.action,
+                       imitate=np.array(rollout.imitate, dtype=bool))
 
 
 _worker: Collector | None = None
@@ -196,6 +204,21 @@ def check_output(args: argparse.Namespace) -> str | None:
     return existing
 
 
+def plan_perturbation(args: argparse.Namespace, record: dict) -> Perturbation:
+    """The burst settings: the flags given, else (resuming) the dataset's own, else the defaults."""
+    stored = record.get("perturbation") or {}
+    defaults = {**asdict(Perturbation()), **stored}
+    flags = {"noise": args.burst_noise, "burst_steps": args.burst_steps, "burst_gap": args.burst_gap,
+             "clean_share": args.clean_share}
+    perturbation = Perturbation(**{key: defaults[key] if value is None else value for key, value in flags.items()})
+    if (problem := perturbation.problem()) is not None:
+        raise BadInput(problem)
+    if record and perturbation != Perturbation(**{**asdict(Perturbation()), **stored}):
+        raise BadInput(f"{str(args.output)!r} was collected with burst settings {stored or 'off'}; --resume must keep "
+                       f"them (leave the --burst-* and --clean-share flags out)")
+    return perturbation
+
+
 def plan_collection(args: argparse.Namespace) -> Plan:
     """Check every option against the output directory before any episode runs."""
     if args.episodes is None:
@@ -248,7 +271,10 @@ def plan_collection(args: argparse.Namespace) -> Plan:
     policy, _ = load_checked_policy(args)
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
-    job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps)
+    perturbation = plan_perturbation(args, record)
+    if perturbation.active and args.action_noise > 0:
+        raise BadInput("--action-noise and --burst-noise exclude each other (bursts keep clean labels); drop one")
+    job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps, perturbation)
     return Plan(output, mode, fmt, use_video, job, policy, args.episodes, start_seed, max_attempts,
                 args.keep_failures, args.workers, record)
 
@@ -276,7 +302,9 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
            "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
            "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
            "kept": kept}
+    perturbation = plan.job.perturbation
     return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": plan.job.image_size,
+            "perturbation": asdict(perturbation) if perturbation.active else None,
             "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
             "runs": [*plan.collection.get("runs", []), run]}
 
@@ -285,9 +313,10 @@ def make_writers(path: Path, plan: Plan) -> list[lerobot_writer.LeRobotWriter | 
     roots = format_roots(path, plan.fmt)
     writers: list[lerobot_writer.LeRobotWriter | zarr_writer.ZarrWriter] = []
     if "lerobot" in roots:
-        writers.append(lerobot_writer.LeRobotWriter(roots["lerobot"], plan.job.image_size, plan.use_video))
+        writers.append(lerobot_writer.LeRobotWriter(roots["lerobot"], plan.job.image_size, plan.use_video,
+                                                    plan.job.perturbation.active))
     if "zarr" in roots:
-        writers.append(zarr_writer.ZarrWriter(roots["zarr"], plan.job.image_size))
+        writers.append(zarr_writer.ZarrWriter(roots["zarr"], plan.job.image_size, plan.job.perturbation.active))
     return writers
 
 
@@ -404,6 +433,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(an absent or empty --output starts a new one)")
     parser.add_argument("--action-noise", type=float, default=0.0, metavar="SIGMA",
                         help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic)")
+    bursts = parser.add_argument_group("recovery demonstrations (datasets_io/perturbation.py)")
+    bursts.add_argument("--burst-noise", type=float, metavar="SIGMA",
+                        help="noise std in [-1, 1] action units executed during bursts; labels stay the clean "
+                             "demonstrator's, burst frames are marked not-to-imitate (default 0: no bursts)")
+    bursts.add_argument("--burst-steps", type=int, metavar="N", help="env steps a burst lasts (default 8)")
+    bursts.add_argument("--burst-gap", type=int, metavar="N", help="mean clean env steps between bursts (default 32)")
+    bursts.add_argument("--clean-share", type=float, metavar="F", help="share of episodes with no burst (default 0.5)")
     success = parser.add_mutually_exclusive_group()
     success.add_argument("--only-success", dest="keep_failures", action="store_false", default=False,
                          help="keep successful episodes only (default)")

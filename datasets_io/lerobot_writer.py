@@ -62,16 +62,23 @@ VIDEO_CODECS = (("libsvtav1", {"g": "2", "crf": "30", "preset": "12"}),
                 ("libx264", {"g": "2", "crf": "23"}))
 
 
-def features(image_size: int, use_video: bool) -> dict:
+EXECUTED_KEY = "action.executed"  # perturbed collections: the target sent, where `action` is the clean label
+IMITATE_KEY = "imitate"  # perturbed collections: False on frames a learner should not imitate
+
+
+def features(image_size: int, use_video: bool, perturbed: bool = False) -> dict:
     """info.json's `features`, in lerobot's order (user features, then the index columns)."""
     scalar = {"shape": [1], "names": None}
     keypoint_names = [f"keypoint{i}_{axis}" for i in range(8) for axis in "xy"]
+    extra = {EXECUTED_KEY: {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
+             IMITATE_KEY: {"dtype": "bool", **scalar}} if perturbed else {}
     return {
         IMAGE_KEY: {"dtype": "video" if use_video else "image", "shape": [image_size, image_size, 3],
                     "names": ["height", "width", "channels"]},
         "observation.state": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
         "observation.environment_state": {"dtype": "float32", "shape": [16], "names": keypoint_names},
         "action": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
+        **extra,
         "next.reward": {"dtype": "float32", **scalar},
         "next.done": {"dtype": "bool", **scalar},
         "next.success": {"dtype": "bool", **scalar},
@@ -83,7 +90,7 @@ def features(image_size: int, use_video: bool) -> dict:
     }
 
 
-def new_info(image_size: int, use_video: bool) -> dict:
+def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
     return {
         "codebase_version": CODEBASE_VERSION,
         "robot_type": None,
@@ -97,7 +104,7 @@ def new_info(image_size: int, use_video: bool) -> dict:
         "splits": {},
         "data_path": DATA_PATH,
         "video_path": VIDEO_PATH if use_video else None,
-        "features": features(image_size, use_video),
+        "features": features(image_size, use_video, perturbed),
     }
 
 
@@ -182,10 +189,12 @@ def _frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dic
     frames = np.arange(ep.length, dtype=np.int64)
     done = np.zeros(ep.length, dtype=bool)
     done[-1] = True  # the episode ends after its last action: success or the time limit
+    extra = {} if ep.executed is None else {EXECUTED_KEY: ep.executed, IMITATE_KEY: ep.imitate}
     return {
         "observation.state": ep.agent_pos,
         "observation.environment_state": ep.keypoints,
         "action": ep.action,
+        **extra,
         "episode_index": np.full(ep.length, episode_index, dtype=np.int64),
         "frame_index": frames,
         "timestamp": (frames / FPS).astype(np.float32),
@@ -242,7 +251,7 @@ def read_frames(root: Path, columns: list[str]) -> pa.Table:
 class LeRobotWriter:
     """Appends episodes to a new or existing LeRobot v3.0 directory; `close` writes the metadata."""
 
-    def __init__(self, root: Path, image_size: int, use_video: bool) -> None:
+    def __init__(self, root: Path, image_size: int, use_video: bool, perturbed: bool = False) -> None:
         self.root = root
         self.use_video = use_video
         self.image_size = image_size
@@ -261,7 +270,7 @@ class LeRobotWriter:
             self.video_index = (_FileIndex(last[f"videos/{IMAGE_KEY}/chunk_index"],
                                            last[f"videos/{IMAGE_KEY}/file_index"]).advanced() if use_video else None)
         else:
-            self.info = new_info(image_size, use_video)
+            self.info = new_info(image_size, use_video, perturbed)
             self.stats = []
             self.data_index, self.meta_index, self.video_index = _FileIndex(), _FileIndex(), _FileIndex()
 
@@ -349,8 +358,10 @@ def _column_numpy(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
-    """(episode row, per-frame arrays) for every episode, for verification."""
+    """(episode row, per-frame arrays) for every episode, for verification; perturbed datasets add the executed
+    target and the imitation mark."""
     columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success", "index"]
+    columns += [key for key in (EXECUTED_KEY, IMITATE_KEY) if key in read_json(root, INFO_PATH)["features"]]
     frames = read_frames(root, columns)
     arrays = {name: _column_numpy(frames.column(name)) for name in columns}
     episodes = read_episodes(root)

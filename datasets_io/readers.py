@@ -38,6 +38,7 @@ class Demonstration:
     success: bool | None  # None where the dataset does not record it (DP replay zarr)
     seed: int | None  # the start seed where recorded
     image: np.ndarray | None = None  # (T, H, W, 3) uint8 renders, read only when asked for (`images=True`)
+    imitate: np.ndarray | None = None  # (T,) bool: False on frames not to imitate (perturbed collections)
 
     @property
     def length(self) -> int:
@@ -82,7 +83,9 @@ def _read_lerobot(root: Path) -> list[Demonstration]:
                           action=frames["action"].astype(np.float64),
                           keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
                           success=bool(row["success"]) if "success" in row else None,
-                          seed=int(row["seed"]) if "seed" in row else None)
+                          seed=int(row["seed"]) if "seed" in row else None,
+                          imitate=(frames[lerobot_writer.IMITATE_KEY].astype(bool).reshape(-1)
+                                   if lerobot_writer.IMITATE_KEY in frames else None))
             for row, frames in lerobot_writer.iter_episodes(root)]
 
 
@@ -93,6 +96,7 @@ def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
     meta = group["meta"]
     ends = meta["episode_ends"][:]
     seeds = meta["episode_seed"][:] if "episode_seed" in meta else None
+    imitate = group["data"]["imitate"][:].astype(bool) if "imitate" in group["data"] else None
     successes = meta["episode_success"][:] if "episode_success" in meta else None
     episodes, start = [], 0
     for e, end in enumerate(ends):
@@ -102,7 +106,8 @@ def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
         episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
                                       keypoints=keypoints_from_pose(state[window, 2:5]),
                                       success=None if successes is None else bool(successes[e]),
-                                      seed=None if seeds is None else int(seeds[e]), image=image))
+                                      seed=None if seeds is None else int(seeds[e]), image=image,
+                                      imitate=None if imitate is None else imitate[window]))
         start = int(end)
     return episodes
 

@@ -3,7 +3,9 @@
 Checked per frame: the states before each action (LeRobot: agent position and the 16 keypoint coordinates, reward
 and success after the action; zarr: the 5-dim state, DP's 9 keypoints, contact counts). Checked per episode: the
 success flag, and that the episode ends exactly where it should (at its first success, else at the step limit).
-Images are not compared (video is lossy). Values are stored as float32, so a faithful episode differs by ~1e-5 env
+Perturbed collections replay from the executed targets, and their labels must equal them on every frame not marked
+off (the burst frames' labels are the clean demonstrator's, computed at collection). Images are not compared (video
+is lossy). Values are stored as float32, so a faithful episode differs by ~1e-5 env
 units.
 """
 
@@ -41,6 +43,18 @@ FORMATS: dict[str, tuple[EpisodeSource, Callable[[dict], dict]]] = {
 }
 
 
+def _executed(recorded: dict[str, np.ndarray]) -> np.ndarray:
+    """The targets actually sent: the executed column of a perturbed collection, else the action."""
+    for key in (lerobot_writer.EXECUTED_KEY, "executed_action"):
+        if key in recorded:
+            return recorded[key]
+    return recorded["action"]
+
+
+def _imitate(recorded: dict[str, np.ndarray]) -> np.ndarray:
+    return np.asarray(recorded.get(lerobot_writer.IMITATE_KEY, recorded.get("imitate")), dtype=bool).reshape(-1)
+
+
 @dataclass
 class Report:
     episodes: int = 0
@@ -63,7 +77,13 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int) -> Report:
         if len(recorded["action"]) != facts["length"]:
             report.mismatches.append(f"{name}: {len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
-        sim = replay(env, facts["seed"], recorded["action"])
+        executed = _executed(recorded)
+        sim = replay(env, facts["seed"], executed)
+        if executed is not recorded["action"]:
+            clean = _imitate(recorded)
+            if not np.array_equal(recorded["action"][clean], executed[clean]):
+                report.mismatches.append(f"{name}: a label differs from the executed target on a frame not marked "
+                                         f"off")
         for key, want in expected_of(sim).items():
             error = np.abs(np.asarray(recorded[key], np.float64) - np.asarray(want, np.float64).reshape(
                 recorded[key].shape))

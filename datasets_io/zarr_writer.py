@@ -9,6 +9,8 @@
                        definition; frame 0 has 0)
     meta/episode_ends  (E,) int64, cumulative: episode e is frames [ends[e-1], ends[e])
 
+Perturbed collections (datasets_io/perturbation.py) add data/executed_action (N, 2) float32, the target sent where
+data/action is the clean label, and data/imitate (N,) bool, False on frames a learner should not imitate.
 This project adds meta/episode_seed (E,) int64, meta/episode_success (E,) bool, meta/episode_max_coverage (E,)
 float32 and the root attribute "collection" (how the episodes were collected); DP's ReplayBuffer ignores them.
 Arrays grow by append. zarr 2's DirectoryStore writes every chunk and .zarray by temporary file + rename, so
@@ -41,9 +43,14 @@ def _shapes(image_size: int) -> dict[str, tuple[tuple[int, ...], str]]:
 META = {"episode_ends": "i8", "episode_seed": "i8", "episode_success": "bool", "episode_max_coverage": "f4"}
 
 
+PERTURBED = {"executed_action": ((2,), "f4"), "imitate": ((), "bool")}
+
+
 def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
     """The data arrays of one episode."""
+    extra = {} if ep.executed is None else {"executed_action": ep.executed, "imitate": ep.imitate}
     return {
+        **extra,
         "img": ep.image.astype(np.float32),
         "state": np.concatenate([ep.agent_pos, ep.block_pose], axis=1).astype(np.float32),
         "keypoint": dp_keypoints(ep.block_pose).astype(np.float32),
@@ -55,13 +62,14 @@ def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
 class ZarrWriter:
     """Appends episodes to a new or existing replay-buffer zarr; `close` records the collection attributes."""
 
-    def __init__(self, root: Path, image_size: int) -> None:
+    def __init__(self, root: Path, image_size: int, perturbed: bool = False) -> None:
         # Threaded Blosc stores its blocks in completion order: same data, different bytes from run to run.
         numcodecs.blosc.use_threads = False
         self.group = zarr.open_group(str(root), mode="a")
         if "data" not in self.group:
             data, meta = self.group.create_group("data"), self.group.create_group("meta")
-            for name, (shape, dtype) in _shapes(image_size).items():
+            shapes = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
+            for name, (shape, dtype) in shapes.items():
                 chunk = IMAGE_CHUNK if name == "img" else LOWDIM_CHUNK
                 data.zeros(name, shape=(0, *shape), chunks=(chunk, *shape), dtype=dtype, compressor=COMPRESSOR)
             for name, dtype in META.items():
@@ -94,7 +102,8 @@ def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
     """(per-episode facts, per-frame low-dimensional arrays) for every episode, for verification."""
     group = zarr.open_group(str(root), mode="r")
     meta = {name: group["meta"][name][:] for name in META}
-    data = {name: group["data"][name][:] for name in ("state", "keypoint", "action", "n_contacts")}
+    names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
+    data = {name: group["data"][name][:] for name in names}
     start = 0
     for e, end in enumerate(meta["episode_ends"]):
         facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),

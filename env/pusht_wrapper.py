@@ -198,6 +198,11 @@ class PushTWrapper(gym.Wrapper):
         info = dict(info, raw_reward=0.0, coverage=float(self.pusht._get_coverage()))
         return self.observation(keypoints), info
 
+    @property
+    def at_decision(self) -> bool:
+        """Whether the next step reads the action (always outside waypoint mode)."""
+        return self._steps % self.options.decision_steps == 0
+
     def next_target(self, action: np.ndarray, waypoint: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(PD target, waypoint) this step would send for `action`, changing nothing: the collector asks it what a
         clean action would have sent while a perturbed one is executed. `waypoint` replaces the current one between

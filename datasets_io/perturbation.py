@@ -1,0 +1,73 @@
+"""Demonstrations that teach recovery: bursts of noise on what the demonstrator executes, clean labels throughout.
+
+A perturbed episode runs the demonstrator, but now and then (a burst starts at a decision with probability
+decision_steps / burst_gap) it executes its action plus Gaussian noise for `burst_steps` env steps, then lets it
+recover cleanly. Every frame's label (`action`) is the target the clean demonstrator sends from the state actually
+visited; the executed target is stored beside it so the episode replays exactly. Burst frames are marked
+not-to-imitate: along a noisy stretch the clean per-step labels do not form a chunk the demonstrator would execute,
+while the recovery after it does (it is what the demonstrator actually did from a state off its own path). Learners
+drop every sample whose action chunk reaches a marked frame (imitation/windows.py). A `clean_share` of episodes runs
+with no burst, as DART and Zhang et al. (2025) mix clean and noisy rollouts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from env.pusht_wrapper import PushTWrapper
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    noise: float = 0.0  # std of the noise added to the [-1, 1] action during a burst; 0: no perturbation
+    burst_steps: int = 8  # env steps a burst lasts (rounded up to whole decisions)
+    burst_gap: int = 32  # mean clean env steps between bursts
+    clean_share: float = 0.5  # share of episodes with no burst at all
+
+    @property
+    def active(self) -> bool:
+        return self.noise > 0
+
+    def problem(self) -> str | None:
+        """What is wrong with the settings, as a user-facing sentence, or None."""
+        if self.noise < 0:
+            return f"--burst-noise must be >= 0, got {self.noise}"
+        if self.burst_steps < 1 or self.burst_gap < 1:
+            return f"--burst-steps and --burst-gap must be >= 1, got {self.burst_steps} and {self.burst_gap}"
+        if not 0.0 <= self.clean_share <= 1.0:
+            return f"--clean-share must be in [0, 1], got {self.clean_share}"
+        return None
+
+
+class PerturbedRollout:
+    """One episode's actor: executes the (possibly perturbed) action, records the clean label and the mark."""
+
+    def __init__(self, settings: Perturbation, env: PushTWrapper, policy: Policy, seed: int) -> None:
+        self.settings, self.env, self.policy = settings, env, policy
+        self.rng = np.random.default_rng([2, seed])  # seeded by the episode, a stream apart from --action-noise's
+        self.perturbed = bool(self.rng.random() >= settings.clean_share)
+        self.burst_left = 0
+        self.clean_waypoint: np.ndarray | None = None
+        self.labels: list[np.ndarray] = []
+        self.imitate: list[bool] = []
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        clean = self.policy(obs)
+        env, settings = self.env, self.settings
+        if self.perturbed and self.burst_left == 0 and env.at_decision:
+            k = env.options.decision_steps
+            if self.rng.random() < k / settings.burst_gap:
+                self.burst_left = -(-settings.burst_steps // k) * k  # whole decisions: it ends where one starts
+        label, self.clean_waypoint = env.next_target(clean, self.clean_waypoint)
+        self.labels.append(label.astype(np.float32))
+        self.imitate.append(self.burst_left == 0)
+        if self.burst_left == 0:
+            return clean
+        self.burst_left -= 1
+        noisy = clean + settings.noise * self.rng.standard_normal(clean.shape)
+        return np.clip(noisy, -1.0, 1.0).astype(np.float32)
