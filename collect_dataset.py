@@ -4,11 +4,16 @@
                               [--format lerobot|zarr|both] [--start-seed 0] [--workers 1] [--overwrite | --resume]
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
                               [--image-size 96] [--no-video] [--max-steps 300]
+                              [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
     python collect_dataset.py --verify DIR
 
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
 deterministically; --action-noise adds Gaussian noise in [-1, 1] action units (clipped, drawn from a generator seeded
 by the episode seed) and the executed action is what is recorded, so every episode replays exactly from its seed.
+--burst-noise makes recovery demonstrations (datasets_io/perturbation.py): in all but --clean-share of the episodes,
+bursts of --burst-steps env steps execute the action plus noise; `action` records the clean demonstrator's target
+at every visited state, the executed target is stored beside it (LeRobot `action.executed`, zarr
+`data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them.
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
 Default policy: assets/policy.pt if present, else the newest checkpoint in --checkpoint-dir.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
