@@ -34,3 +34,23 @@ def test_plot_curves_writes_one_png_per_logged_figure(tmp_path):
     assert (tmp_path / "png" / "alpha.png").read_bytes()[:4] == b"\x89PNG"
     empty = run_script("tools/plot_curves.py", "--log-dir", str(tmp_path / "nothing"))
     assert empty.returncode == 2
+
+
+def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
+    import json
+
+    def row(dataset: str, frames: int, learner: str, k: int, mean: float) -> dict:
+        return {"dataset": dataset, "frames": frames, "learner": learner, "exec_horizon": k,
+                "success_rate": {"mean": mean, "std": 0.05}}
+    sweep = {"imitation": {"summary": [row("ours", f, "flow", 8, 0.5 + f / 1e5) for f in (6000, 12000, 50000)]
+                           + [row("ours", 6000, "mlp", 8, 0.3)]}}
+    human = {"imitation": {"summary": [row("human", 25650, "flow", 8, 0.4), row("human", 25650, "flow", 1, 0.3)]}}
+    for name, report in (("sweep.json", sweep), ("human.json", human)):
+        (tmp_path / name).write_text(json.dumps(report))
+    out = tmp_path / "scaling.png"
+    result = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), str(tmp_path / "human.json"),
+                        "--output", str(out), "--learner", "flow", "--exec-horizon", "8")
+    assert result.returncode == 0, result.stderr
+    assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"
+    none = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out), "--learner", "x")
+    assert none.returncode == 2 and "no rows" in none.stderr
