@@ -31,7 +31,7 @@ from cli_common import BadInput, check_writable_dir, run_command
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
-from imitation.judge import LEARNERS, STATE_LEARNERS, Job, aggregate, format_row, run_jobs
+from imitation.judge import LEARNERS, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
 from imitation.plot import plot_scaling
 from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_write_bytes, guarded_write
@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")
     parser.add_argument("--device", default="cpu", help="where learners train and predict, e.g. cuda (default cpu)")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="keep each finished job here and reuse matching ones: an interrupted or extended "
+                             "judgement (more datasets, budgets, seeds) redoes nothing")
     parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
@@ -94,6 +97,8 @@ def validate(args: argparse.Namespace) -> None:
         raise BadInput("--plot draws the imitation figures; add --imitation")
     _check_output(args.json, "--json", args.overwrite)
     _check_output(args.plot, "--plot", args.overwrite)
+    if args.work_dir:
+        check_writable_dir(Path(args.work_dir), "--work-dir")
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
@@ -138,7 +143,8 @@ def report(args: argparse.Namespace) -> int:
         # the costliest learners first, so the last job to finish is a short one
         order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
         overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {})}
-        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides)
+        store = JobStore(Path(args.work_dir) if args.work_dir else None)
+        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides, store)
         rows = aggregate(results)
         result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
                                "summary": rows, "runs": results}

@@ -7,10 +7,13 @@ horizon asked for (one trained learner serves them all).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,6 +25,7 @@ from imitation import flow, image, mlp
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
+from sac.checkpoint import atomic_write_bytes
 
 Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool], tuple[ChunkPolicy, dict]]
 
@@ -42,15 +46,22 @@ class Job:
     seed: int
 
 
+def job_config(job: Job, overrides: dict | None) -> LearnerConfig:
+    """The learner's default config with the job's seed and `overrides` (e.g. steps, device)."""
+    return replace(LEARNERS[job.learner][0], seed=job.seed, **(overrides or {}))
+
+
+def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], overrides: dict | None) -> dict:
+    """Everything a job's result depends on: a stored result is reused only when all of it matches."""
+    return {"job": asdict(job), "config": asdict(job_config(job, overrides)), "exec_horizons": list(exec_horizons),
+            "eval_seeds": [eval_seeds[0], len(eval_seeds)]}
+
+
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
             overrides: dict | None = None, progress: bool = False) -> dict:
-    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
-
-    `overrides` replaces fields of the learner's default config (e.g. steps, device).
-    """
+    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat."""
     torch.set_num_threads(1)
-    config, fit = LEARNERS[job.learner]
-    config = replace(config, seed=job.seed, **(overrides or {}))
+    config, fit = job_config(job, overrides), LEARNERS[job.learner][1]
     policy, training = fit(episodes, config, progress)
     results = {}
     for k in exec_horizons:
@@ -60,27 +71,57 @@ def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence
             "training": training, "exec_horizon": results}
 
 
+class JobStore:
+    """Finished jobs kept one file each in a folder, so an interrupted or extended judgement redoes nothing."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def _path(self, key: dict) -> Path:
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+        job = key["job"]
+        name = f"{Path(job['dataset']).name}_{job['frames']}_{job['learner']}_s{job['seed']}_{digest}.json"
+        return self.folder / name
+
+    def get(self, key: dict) -> dict | None:
+        if self.folder is None or not self._path(key).is_file():
+            return None
+        stored = json.loads(self._path(key).read_text())
+        return stored["result"] if stored.get("key") == key else None
+
+    def put(self, key: dict, result: dict) -> None:
+        if self.folder is not None:
+            atomic_write_bytes(self._path(key), (json.dumps({"key": key, "result": result}) + "\n").encode())
+
+
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
-             eval_seeds: Sequence[int], workers: int, overrides: dict | None = None) -> list[dict]:
-    """Every job's result, in the order given; `workers` processes share them, one progress bar counts them."""
-    if workers <= 1 or len(jobs) == 1:
-        results = []
-        for job, episodes in tqdm(jobs, desc="imitation: judging", unit="job", disable=len(jobs) == 1 or None):
-            results.append(run_job(job, episodes, exec_horizons, eval_seeds, overrides, progress=len(jobs) == 1))
-        return results
-    # spawn: fresh interpreters, so each worker's single torch thread is not inherited state
-    context = multiprocessing.get_context("spawn")
-    results: dict[int, dict] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, \
-            tqdm(total=len(jobs), desc="imitation: judging", unit="job") as bar:
-        futures = {pool.submit(run_job, job, episodes, exec_horizons, eval_seeds, overrides): n
-                   for n, (job, episodes) in enumerate(jobs)}
-        for future in as_completed(futures):
-            n = futures[future]
-            results[n] = future.result()
-            job = jobs[n][0]
-            bar.set_postfix_str(f"done {job.learner} seed {job.seed} on {job.frames} frames")
+             eval_seeds: Sequence[int], workers: int, overrides: dict | None = None,
+             store: JobStore | None = None) -> list[dict]:
+    """Every job's result, in the order given; `workers` processes share them, one progress bar counts them.
+    Jobs already in `store` are not run again; each finished job goes there as soon as it ends."""
+    store = store or JobStore(None)
+    keys = [job_key(job, exec_horizons, eval_seeds, overrides) for job, _ in jobs]
+    results: dict[int, dict] = {n: found for n, key in enumerate(keys) if (found := store.get(key)) is not None}
+    todo = [n for n in range(len(jobs)) if n not in results]
+    with tqdm(total=len(jobs), initial=len(results), desc="imitation: judging", unit="job",
+              disable=len(jobs) == 1 or None) as bar:
+        def finished(n: int, result: dict) -> None:
+            results[n] = result
+            store.put(keys[n], result)
+            bar.set_postfix_str(f"done {jobs[n][0].learner} seed {jobs[n][0].seed} on {jobs[n][0].frames} frames")
             bar.update(1)
+
+        if workers <= 1 or len(todo) <= 1:
+            for n in todo:
+                finished(n, run_job(jobs[n][0], jobs[n][1], exec_horizons, eval_seeds, overrides,
+                                    progress=len(jobs) == 1))
+        else:
+            # spawn: fresh interpreters, so each worker's single torch thread is not inherited state
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = {pool.submit(run_job, *jobs[n], exec_horizons, eval_seeds, overrides): n for n in todo}
+                for future in as_completed(futures):
+                    finished(futures[future], future.result())
     return [results[n] for n in range(len(jobs))]
 
 
