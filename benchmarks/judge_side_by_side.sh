@@ -15,4 +15,4 @@ export OMP_NUM_THREADS=1
 [ -d "$DATA/fast" ] || python collect_dataset.py --checkpoint assets/policy_fast.pt --episodes 1600 --workers 2 \
     --format zarr --output "$DATA/fast"
 python dataset_report.py "$DATA/demonstrator" "$DATA/fast" --max-frames 25650 --reference "$HUMAN" --imitation \
-    --json "$OUT" --overwrite "$@"
+    --work-dir "$DATA/judge_jobs" --json "$OUT" --overwrite "$@"
