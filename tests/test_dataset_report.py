@@ -305,3 +305,23 @@ def test_the_image_learner_refuses_a_dataset_without_images(tiny_dataset):
     result = run_script("dataset_report.py", str(tiny_dataset / "lerobot"), "--imitation", "--learner", "image",
                         timeout=60)
     assert result.returncode == 2 and "collect with --format zarr" in result.stderr
+
+
+def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp_path):
+    work = tmp_path / "jobs"
+
+    def judge(*extra: str) -> dict:
+        out = tmp_path / "r.json"
+        result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp",
+                            "--train-steps", "5", "--episodes", "2", "--exec-horizon", "8", "--seeds", "2",
+                            "--work-dir", str(work), "--json", str(out), "--overwrite", *extra)
+        assert result.returncode == 0, result.stderr
+        return json.loads(out.read_text())["imitation"]
+
+    first = judge()
+    assert len(list(work.glob("*.json"))) == 2
+    stamps = {p: p.stat().st_mtime_ns for p in work.glob("*.json")}
+    assert judge()["summary"] == first["summary"]
+    assert {p: p.stat().st_mtime_ns for p in work.glob("*.json")} == stamps  # reused, not rewritten
+    judge("--train-steps", "6")  # another config: new jobs beside the old ones
+    assert len(list(work.glob("*.json"))) == 4
