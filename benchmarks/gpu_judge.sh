@@ -11,6 +11,7 @@ HUMAN=${HUMAN:-../shared/reference/pusht_human_dp.zarr}
 WORKERS=${WORKERS:-8}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 export OMP_NUM_THREADS=1
+[ -e "$HUMAN" ] || { echo "error: no human reference at $HUMAN; set HUMAN=path/to/pusht_human_dp.zarr" >&2; exit 2; }
 [ -d "$DATA/demonstrator" ] || "$PYTHON" collect_dataset.py --episodes 280 --workers "$WORKERS" --format zarr \
     --output "$DATA/demonstrator"
 "$PYTHON" dataset_report.py "$DATA/demonstrator" --max-frames 25650 --reference "$HUMAN" --imitation \

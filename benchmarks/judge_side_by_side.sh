@@ -10,6 +10,7 @@ DATA=${DATA:-data}
 HUMAN=${HUMAN:-../shared/reference/pusht_human_dp.zarr}
 OUT=${OUT:-$DATA/judge_side_by_side.json}
 export OMP_NUM_THREADS=1
+[ -e "$HUMAN" ] || { echo "error: no human reference at $HUMAN; set HUMAN=path/to/pusht_human_dp.zarr" >&2; exit 2; }
 [ -d "$DATA/demonstrator" ] || python collect_dataset.py --episodes 280 --workers 2 --format zarr \
     --output "$DATA/demonstrator"
 [ -d "$DATA/fast" ] || python collect_dataset.py --checkpoint assets/policy_fast.pt --episodes 1600 --workers 2 \
