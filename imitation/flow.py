@@ -22,8 +22,8 @@ from torch import nn
 from datasets_io.readers import Demonstration
 from imitation.normalizer import RangeNormalizer
 from imitation.policy import ACT_DIM, ChunkPolicy
-from imitation.training import LearnerConfig, train
-from imitation.windows import OBS_DIM, dataset_windows
+from imitation.training import LearnerConfig, fit_state_learner
+from imitation.windows import OBS_DIM
 
 
 @dataclass(frozen=True)
@@ -115,17 +115,11 @@ class FlowChunkPolicy(ChunkPolicy):
 
 def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
         progress: bool = True) -> tuple[FlowChunkPolicy, dict]:
-    """Train on every frame of `episodes`; returns the (EMA) policy and a record of the training."""
-    torch.manual_seed(config.seed)
-    obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
-    policy = FlowChunkPolicy(config, StateEncoder(config, RangeNormalizer.fit(obs, config.n_obs)),
-                             RangeNormalizer.fit(actions, config.horizon))
-    policy.to(config.device)
-    obs_t = torch.as_tensor(obs, device=config.device)
-    target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
+    """Train on every imitable frame of `episodes`; returns the (EMA) policy and a record of the training."""
+    def build(obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> FlowChunkPolicy:
+        return FlowChunkPolicy(config, StateEncoder(config, obs_norm), act_norm)
 
-    def loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        index = index.to(config.device)
-        return model.flow_loss(obs_t[index], target_t[index], generator)
+    def flow_loss(model: nn.Module, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return model.flow_loss(obs, chunk, generator)
 
-    return train(policy, loss, len(obs), config, "imitation: training flow", progress)
+    return fit_state_learner(episodes, config, build, flow_loss, "imitation: training flow", progress)

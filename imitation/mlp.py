@@ -16,8 +16,8 @@ from torch import nn
 from datasets_io.readers import Demonstration
 from imitation.normalizer import RangeNormalizer
 from imitation.policy import ACT_DIM, ChunkPolicy
-from imitation.training import LearnerConfig, train
-from imitation.windows import OBS_DIM, dataset_windows
+from imitation.training import LearnerConfig, fit_state_learner
+from imitation.windows import OBS_DIM
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,9 @@ class MLPChunkPolicy(ChunkPolicy):
 
 def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
         progress: bool = True) -> tuple[MLPChunkPolicy, dict]:
-    """Train on every frame of `episodes`; returns the policy and a record of the training (loss, seconds)."""
-    torch.manual_seed(config.seed)
-    obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
-    policy = MLPChunkPolicy(config, RangeNormalizer.fit(obs, config.n_obs),
-                            RangeNormalizer.fit(actions, config.horizon))
-    policy.to(config.device)
-    obs_t = torch.as_tensor(obs, device=config.device)
-    target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
+    """Train on every imitable frame of `episodes`; returns the policy and a record of the training."""
+    def mse(model: nn.Module, obs: torch.Tensor, target: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
+        return nn.functional.mse_loss(model(obs), target)
 
-    def loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
-        index = index.to(config.device)
-        return nn.functional.mse_loss(model(obs_t[index]), target_t[index])
-
-    return train(policy, loss, len(obs), config, "imitation: training mlp", progress)
+    return fit_state_learner(episodes, config, lambda obs_norm, act_norm: MLPChunkPolicy(config, obs_norm, act_norm),
+                             mse, "imitation: training mlp", progress)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
@@ -16,7 +16,13 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
+from datasets_io.readers import Demonstration
+from imitation.normalizer import RangeNormalizer
+from imitation.windows import dataset_windows
+
 LossFn = Callable[[nn.Module, torch.Tensor, torch.Generator], torch.Tensor]
+# (model, raw observations, scaled target chunks, generator) → loss
+SampleLoss = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -78,3 +84,22 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
               "final_loss": float(torch.stack(recent[-500:]).mean()) if recent else float("nan"),
               "seconds": time.perf_counter() - started}
     return trained, record
+
+
+def fit_state_learner(episodes: Sequence[Demonstration], config: LearnerConfig,
+                      build: Callable[[RangeNormalizer, RangeNormalizer], nn.Module], sample_loss: SampleLoss,
+                      desc: str, progress: bool) -> tuple[nn.Module, dict]:
+    """What the state learners share: every imitable window of `episodes`, the range scalings fitted on them,
+    the model `build(obs_norm, act_norm)` makes, and `train` on `sample_loss` of its batches."""
+    torch.manual_seed(config.seed)
+    obs, actions = dataset_windows(episodes, config.n_obs, config.horizon)
+    policy = build(RangeNormalizer.fit(obs, config.n_obs), RangeNormalizer.fit(actions, config.horizon))
+    policy.to(config.device)
+    obs_t = torch.as_tensor(obs, device=config.device)
+    target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
+
+    def loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        index = index.to(config.device)
+        return sample_loss(model, obs_t[index], target_t[index], generator)
+
+    return train(policy, loss, len(obs), config, desc, progress)
