@@ -62,6 +62,7 @@ from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
+from imitation.judge import load_learner
 from policy_io import LoadedPolicy, load_policy
 from sac.checkpoint import guarded_write
 
@@ -91,6 +92,8 @@ class Collector:
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
         self.env = make_env(*env_spec(policy), **size)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
+        learner = job.perturbation.learner
+        self.burst_learner = load_learner(learner) if learner is not None else None
 
     def __call__(self, seed: int) -> EpisodeData:
         base = self.policy or random_policy(seed, 2)
@@ -104,7 +107,7 @@ class Collector:
 
         if not self.job.perturbation.active:
             return self.recorder(act, seed)
-        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed)
+        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed, self.burst_learner)
         episode = self.recorder(rollout, seed)
         return replace(episode, action=np.stack(rollout.labels), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
@@ -214,13 +217,15 @@ def plan_perturbation(args: argparse.Namespace, record: dict) -> Perturbation:
     stored = record.get("perturbation") or {}
     defaults = {**asdict(Perturbation()), **stored}
     flags = {"noise": args.burst_noise, "burst_steps": args.burst_steps, "burst_gap": args.burst_gap,
-             "clean_share": args.clean_share}
+             "clean_share": args.clean_share, "learner": args.burst_learner}
     perturbation = Perturbation(**{key: defaults[key] if value is None else value for key, value in flags.items()})
     if (problem := perturbation.problem()) is not None:
         raise BadInput(problem)
     if record and perturbation != Perturbation(**{**asdict(Perturbation()), **stored}):
         raise BadInput(f"{str(args.output)!r} was collected with burst settings {stored or 'off'}; --resume must keep "
                        f"them (leave the --burst-* and --clean-share flags out)")
+    if perturbation.active and args.action_noise > 0:
+        raise BadInput("--action-noise and bursts exclude each other (bursts keep clean labels); drop one")
     return perturbation
 
 
@@ -277,8 +282,6 @@ def plan_collection(args: argparse.Namespace) -> Plan:
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
     perturbation = plan_perturbation(args, record)
-    if perturbation.active and args.action_noise > 0:
-        raise BadInput("--action-noise and --burst-noise exclude each other (bursts keep clean labels); drop one")
     job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps, perturbation)
     return Plan(output, mode, fmt, use_video, job, policy, args.episodes, start_seed, max_attempts,
                 args.keep_failures, args.workers, record)
@@ -445,6 +448,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bursts.add_argument("--burst-steps", type=int, metavar="N", help="env steps a burst lasts (default 8)")
     bursts.add_argument("--burst-gap", type=int, metavar="N", help="mean clean env steps between bursts (default 32)")
     bursts.add_argument("--clean-share", type=float, metavar="F", help="share of episodes with no burst (default 0.5)")
+    bursts.add_argument("--burst-learner", metavar="FILE",
+                        help="a relabelling round: an imitation learner saved by dataset_report.py --save-learners "
+                             "drives the bursts (8 targets per prediction) instead of noise; labels stay the clean "
+                             "demonstrator's")
     success = parser.add_mutually_exclusive_group()
     success.add_argument("--only-success", dest="keep_failures", action="store_false", default=False,
                          help="keep successful episodes only (default)")

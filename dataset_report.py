@@ -59,6 +59,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", metavar="DIR",
                         help="keep each finished job here and reuse matching ones: an interrupted or extended "
                              "judgement (more datasets, budgets, seeds) redoes nothing")
+    parser.add_argument("--save-learners", metavar="DIR",
+                        help="keep every trained learner here (DATASET_FRAMES_LEARNER_sSEED.pt), e.g. to drive "
+                             "collect_dataset.py --burst-learner (relabelling rounds)")
     parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
@@ -97,8 +100,9 @@ def validate(args: argparse.Namespace) -> None:
         raise BadInput("--plot draws the imitation figures; add --imitation")
     _check_output(args.json, "--json", args.overwrite)
     _check_output(args.plot, "--plot", args.overwrite)
-    if args.work_dir:
-        check_writable_dir(Path(args.work_dir), "--work-dir")
+    for flag, folder in (("--work-dir", args.work_dir), ("--save-learners", args.save_learners)):
+        if folder:
+            check_writable_dir(Path(folder), flag)
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
@@ -144,7 +148,8 @@ def report(args: argparse.Namespace) -> int:
         order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
         overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {})}
         store = JobStore(Path(args.work_dir) if args.work_dir else None)
-        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides, store)
+        save_to = Path(args.save_learners) if args.save_learners else None
+        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides, store, save_to)
         rows = aggregate(results)
         result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
                                "summary": rows, "runs": results}

@@ -6,4 +6,6 @@
 - `zarr_writer`: Diffusion Policy's replay-buffer zarr (`pusht_cchi_v7_replay.zarr`).
 - `staging`: crash-safe output directories (build aside, swap in whole).
 - `verify`: replay every stored episode from its seed and actions and compare.
+- `perturbation`: recovery demonstrations: noise or learner bursts executed, clean labels recorded, bursts marked.
+- `readers` (+ `statistics`): any of these formats, and the human reference, read back; motion statistics.
 """

@@ -8,6 +8,10 @@ not-to-imitate: along a noisy stretch the clean per-step labels do not form a ch
 while the recovery after it does (it is what the demonstrator actually did from a state off its own path). Learners
 drop every sample whose action chunk reaches a marked frame (imitation/windows.py). A `clean_share` of episodes runs
 with no burst, as DART and Zhang et al. (2025) mix clean and noisy rollouts.
+
+With `learner` (a file from `dataset_report.py --save-learners`) the bursts are a relabelling round instead of
+noise: the imitation learner takes control (its chunks, 8 targets executed per prediction), so the demonstrator
+labels and recovers from the states a learner drifts into, DAgger's states, with chunks it actually executes.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from env.pusht_wrapper import PushTWrapper
+from imitation.evaluation import ChunkedController
+from imitation.judge import load_learner
+from imitation.policy import ChunkPolicy
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -28,10 +36,12 @@ class Perturbation:
     burst_steps: int = 8  # env steps a burst lasts (rounded up to whole decisions)
     burst_gap: int = 32  # mean clean env steps between bursts
     clean_share: float = 0.5  # share of episodes with no burst at all
+    learner: str | None = None  # a saved imitation learner drives the bursts instead of noise
+    learner_exec: int = 8  # targets the learner executes per prediction
 
     @property
     def active(self) -> bool:
-        return self.noise > 0
+        return self.noise > 0 or self.learner is not None
 
     def problem(self) -> str | None:
         """What is wrong with the settings, as a user-facing sentence, or None."""
@@ -41,14 +51,25 @@ class Perturbation:
             return f"--burst-steps and --burst-gap must be >= 1, got {self.burst_steps} and {self.burst_gap}"
         if not 0.0 <= self.clean_share <= 1.0:
             return f"--clean-share must be in [0, 1], got {self.clean_share}"
+        if self.learner is not None and self.noise > 0:
+            return "--burst-noise and --burst-learner exclude each other; a burst is noise or the learner's"
+        if self.learner is not None:
+            try:
+                load_learner(self.learner)
+            except (OSError, ValueError) as err:
+                return f"--burst-learner: {err}"
         return None
 
 
 class PerturbedRollout:
     """One episode's actor: executes the (possibly perturbed) action, records the clean label and the mark."""
 
-    def __init__(self, settings: Perturbation, env: PushTWrapper, policy: Policy, seed: int) -> None:
-        self.settings, self.env, self.policy = settings, env, policy
+    def __init__(self, settings: Perturbation, env: PushTWrapper, policy: Policy, seed: int,
+                 learner: ChunkPolicy | None = None) -> None:
+        self.settings, self.env, self.policy, self.learner = settings, env, policy, learner
+        if learner is not None:
+            self.controller = ChunkedController(learner.config.n_obs, settings.learner_exec)
+            self.learner_noise = torch.Generator().manual_seed(seed)
         self.rng = np.random.default_rng([2, seed])  # seeded by the episode, a stream apart from --action-noise's
         self.perturbed = bool(self.rng.random() >= settings.clean_share)
         self.burst_left = 0
@@ -59,15 +80,24 @@ class PerturbedRollout:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         clean = self.policy(obs)
         env, settings = self.env, self.settings
+        if self.learner is not None:  # the learner's frame history runs all along, as in its evaluation
+            self.controller.observe(self.learner.frame(env.unwrapped))
         if self.perturbed and self.burst_left == 0 and env.at_decision:
             k = env.options.decision_steps
             if self.rng.random() < k / settings.burst_gap:
                 self.burst_left = -(-settings.burst_steps // k) * k  # whole decisions: it ends where one starts
+                if self.learner is not None:
+                    self.controller.queue.clear()  # a burst starts from a fresh prediction
         label, self.clean_waypoint = env.next_target(clean, self.clean_waypoint)
         self.labels.append(label.astype(np.float32))
         self.imitate.append(self.burst_left == 0)
         if self.burst_left == 0:
             return clean
         self.burst_left -= 1
+        if self.learner is not None:
+            if not self.controller.queue:
+                self.controller.enqueue(self.learner.predict(self.controller.stacked()[None], self.learner_noise)[0])
+            env.force_target(self.controller.next_target())
+            return clean
         noisy = clean + settings.noise * self.rng.standard_normal(clean.shape)
         return np.clip(noisy, -1.0, 1.0).astype(np.float32)

@@ -134,6 +134,7 @@ class PushTWrapper(gym.Wrapper):
         self._target = np.zeros(2)  # waypoint mode: the PD target sent last, env units
         self._waypoint = np.zeros(2)
         self._steps = 0  # env steps since reset
+        self._forced: np.ndarray | None = None  # a target the next step sends as it is (force_target)
 
     @property
     def pusht(self) -> gym.Env:
@@ -191,6 +192,7 @@ class PushTWrapper(gym.Wrapper):
         self._steps = 0
         self._target = np.asarray(self.pusht.agent.position, dtype=np.float64)
         self._waypoint = self._target.copy()
+        self._forced = None
         if self._goal_keypoints is None:
             self._goal_keypoints = goal_keypoints(self.pusht)
         keypoints = block_keypoints(self.pusht)
@@ -223,8 +225,17 @@ class PushTWrapper(gym.Wrapper):
             target = agent + clip_norm(target - agent, opts.max_lead)
         return np.clip(target, 0.0, BOARD_SIZE), waypoint
 
+    def force_target(self, target: np.ndarray) -> None:
+        """Make the next step send `target` (env units) whatever its action, and carry on from it: another
+        controller (a learner during a relabelling burst) takes one step, the policy's own state follows."""
+        self._forced = np.clip(np.asarray(target, dtype=np.float64), 0.0, BOARD_SIZE)
+
     def target_for(self, action: np.ndarray) -> np.ndarray:
         """The PD target this step sends for `action` (env units, float32); advances the waypoint state."""
+        if self._forced is not None:
+            self._target = self._waypoint = self._forced
+            self._forced = None
+            return self._target.astype(np.float32)
         if not self.waypoint_mode:
             return self.env_action(action)
         self._target, self._waypoint = self.next_target(action)

@@ -113,6 +113,12 @@ class FlowChunkPolicy(ChunkPolicy):
         return self.act_norm.inverse(x).cpu().numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
 
 
+def empty(config: FlowConfig) -> FlowChunkPolicy:
+    """The network with placeholder scalings, for a saved learner's state to be loaded into."""
+    return FlowChunkPolicy(config, StateEncoder(config, RangeNormalizer.placeholder(config.n_obs * OBS_DIM)),
+                           RangeNormalizer.placeholder(config.horizon * ACT_DIM))
+
+
 def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
         progress: bool = True) -> tuple[FlowChunkPolicy, dict]:
     """Train on every imitable frame of `episodes`; returns the (EMA) policy and a record of the training."""

@@ -19,6 +19,7 @@ from torch import nn
 from datasets_io.readers import Demonstration
 from imitation.flow import FlowChunkPolicy, FlowConfig
 from imitation.normalizer import RangeNormalizer
+from imitation.policy import ACT_DIM
 from imitation.training import train
 from imitation.windows import dataset_frame_indices
 
@@ -62,6 +63,12 @@ class ImageFlowPolicy(FlowChunkPolicy):
     def frame(self, pusht: gym.Env) -> np.ndarray:
         image = pusht._render(visualize=False)
         return np.concatenate([np.asarray(pusht.agent.position, dtype=np.float32), image.reshape(-1)])
+
+
+def empty(config: ImageFlowConfig) -> ImageFlowPolicy:
+    """The network with placeholder scalings, for a saved learner's state to be loaded into."""
+    return ImageFlowPolicy(config, ImageEncoder(config, RangeNormalizer.placeholder(2)),
+                           RangeNormalizer.placeholder(config.horizon * ACT_DIM))
 
 
 def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowConfig(),

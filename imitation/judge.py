@@ -25,15 +25,24 @@ from imitation import flow, image, mlp
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
-from sac.checkpoint import atomic_write_bytes
+from sac.checkpoint import atomic_file, atomic_write_bytes
 
 Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool], tuple[ChunkPolicy, dict]]
+LEARNER_FORMAT = "pusht_sac.learner/1"
 
-# name → (default config, fit function); the order is the report's order.
-LEARNERS: dict[str, tuple[LearnerConfig, Fit]] = {
-    "mlp": (mlp.MLPConfig(), mlp.fit),
-    "flow": (flow.FlowConfig(), flow.fit),
-    "image": (image.ImageFlowConfig(), image.fit),
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    config: LearnerConfig  # the defaults
+    fit: Fit
+    empty: Callable[[LearnerConfig], ChunkPolicy]  # the network with placeholder scalings, to load a state into
+
+
+# the order is the report's order
+LEARNERS: dict[str, LearnerSpec] = {
+    "mlp": LearnerSpec(mlp.MLPConfig(), mlp.fit, mlp.empty),
+    "flow": LearnerSpec(flow.FlowConfig(), flow.fit, flow.empty),
+    "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty),
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
 
@@ -48,7 +57,7 @@ class Job:
 
 def job_config(job: Job, overrides: dict | None) -> LearnerConfig:
     """The learner's default config with the job's seed and `overrides` (e.g. steps, device)."""
-    return replace(LEARNERS[job.learner][0], seed=job.seed, **(overrides or {}))
+    return replace(LEARNERS[job.learner].config, seed=job.seed, **(overrides or {}))
 
 
 def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], overrides: dict | None) -> dict:
@@ -57,12 +66,42 @@ def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], o
             "eval_seeds": [eval_seeds[0], len(eval_seeds)]}
 
 
+def save_learner(path: Path, name: str, policy: ChunkPolicy) -> None:
+    """A trained learner as a file (its config and weights, scalings included), e.g. to drive relabelling bursts."""
+    payload = {"format": LEARNER_FORMAT, "learner": name, "config": asdict(policy.config),
+               "state": {key: value.cpu() for key, value in policy.state_dict().items()}}
+    with atomic_file(path) as handle:
+        torch.save(payload, handle)
+
+
+def load_learner(path: str | Path) -> ChunkPolicy:
+    """The learner `save_learner` wrote, on the CPU, ready to predict; ValueError for any other file."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise ValueError(f"{str(path)!r} is not a learner file ({type(err).__name__}: {err})") from None
+    if not isinstance(payload, dict) or payload.get("format") != LEARNER_FORMAT:
+        raise ValueError(f"{str(path)!r} is not a learner file written by dataset_report.py --save-learners")
+    spec = LEARNERS[payload["learner"]]
+    config = replace(spec.config, **{**payload["config"], "device": "cpu"})
+    policy = spec.empty(config)
+    policy.load_state_dict(payload["state"])
+    return policy.eval()
+
+
+def learner_file(folder: Path, job: Job) -> Path:
+    return folder / f"{Path(job.dataset).name}_{job.frames}_{job.learner}_s{job.seed}.pt"
+
+
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
-            overrides: dict | None = None, progress: bool = False) -> dict:
-    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat."""
+            overrides: dict | None = None, progress: bool = False, save_to: Path | None = None) -> dict:
+    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
+    With `save_to`, the trained learner is kept there (`learner_file`)."""
     torch.set_num_threads(1)
-    config, fit = job_config(job, overrides), LEARNERS[job.learner][1]
+    config, fit = job_config(job, overrides), LEARNERS[job.learner].fit
     policy, training = fit(episodes, config, progress)
+    if save_to is not None:
+        save_learner(learner_file(save_to, job), job.learner, policy)
     results = {}
     for k in exec_horizons:
         records, summary = evaluate_learner(policy, k, list(eval_seeds), sample_seed=job.seed, progress=progress)
@@ -96,12 +135,15 @@ class JobStore:
 
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
              eval_seeds: Sequence[int], workers: int, overrides: dict | None = None,
-             store: JobStore | None = None) -> list[dict]:
+             store: JobStore | None = None, save_to: Path | None = None) -> list[dict]:
     """Every job's result, in the order given; `workers` processes share them, one progress bar counts them.
-    Jobs already in `store` are not run again; each finished job goes there as soon as it ends."""
+    Jobs already in `store` are not run again (unless their learner is to be saved and is missing); each
+    finished job goes there as soon as it ends."""
     store = store or JobStore(None)
     keys = [job_key(job, exec_horizons, eval_seeds, overrides) for job, _ in jobs]
-    results: dict[int, dict] = {n: found for n, key in enumerate(keys) if (found := store.get(key)) is not None}
+    results: dict[int, dict] = {
+        n: found for n, key in enumerate(keys)
+        if (found := store.get(key)) is not None and (save_to is None or learner_file(save_to, jobs[n][0]).is_file())}
     todo = [n for n in range(len(jobs)) if n not in results]
     with tqdm(total=len(jobs), initial=len(results), desc="imitation: judging", unit="job",
               disable=len(jobs) == 1 or None) as bar:
@@ -114,12 +156,13 @@ def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons:
         if workers <= 1 or len(todo) <= 1:
             for n in todo:
                 finished(n, run_job(jobs[n][0], jobs[n][1], exec_horizons, eval_seeds, overrides,
-                                    progress=len(jobs) == 1))
+                                    progress=len(jobs) == 1, save_to=save_to))
         else:
             # spawn: fresh interpreters, so each worker's single torch thread is not inherited state
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(run_job, *jobs[n], exec_horizons, eval_seeds, overrides): n for n in todo}
+                futures = {pool.submit(run_job, *jobs[n], exec_horizons, eval_seeds, overrides, False, save_to): n
+                           for n in todo}
                 for future in as_completed(futures):
                     finished(futures[future], future.result())
     return [results[n] for n in range(len(jobs))]

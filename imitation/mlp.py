@@ -49,6 +49,12 @@ class MLPChunkPolicy(ChunkPolicy):
         return chunks.reshape(len(frames), self.config.horizon, ACT_DIM)
 
 
+def empty(config: MLPConfig) -> MLPChunkPolicy:
+    """The network with placeholder scalings, for a saved learner's state to be loaded into."""
+    return MLPChunkPolicy(config, RangeNormalizer.placeholder(config.n_obs * OBS_DIM),
+                          RangeNormalizer.placeholder(config.horizon * ACT_DIM))
+
+
 def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
         progress: bool = True) -> tuple[MLPChunkPolicy, dict]:
     """Train on every imitable frame of `episodes`; returns the policy and a record of the training."""

@@ -27,6 +27,11 @@ class RangeNormalizer(nn.Module):
         low, high = per_group.min(axis=0), per_group.max(axis=0)
         return cls(torch.as_tensor(np.tile(low, groups)), torch.as_tensor(np.tile(high, groups)))
 
+    @classmethod
+    def placeholder(cls, features: int) -> RangeNormalizer:
+        """The identity scaling of `features` numbers, for a saved learner's state to be loaded into."""
+        return cls(-torch.ones(features), torch.ones(features))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.centre) / self.half_range
 

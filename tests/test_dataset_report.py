@@ -25,7 +25,7 @@ from env.pusht_wrapper import block_keypoints, make_env
 from eval_protocol import wilson_interval
 from imitation import flow, mlp
 from imitation.evaluation import ChunkedController, evaluate_learner
-from imitation.judge import aggregate, format_row
+from imitation.judge import LEARNERS, aggregate, format_row, load_learner, save_learner
 from imitation.normalizer import RangeNormalizer
 from imitation.windows import episode_windows
 
@@ -325,3 +325,22 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
     assert {p: p.stat().st_mtime_ns for p in work.glob("*.json")} == stamps  # reused, not rewritten
     judge("--train-steps", "6")  # another config: new jobs beside the old ones
     assert len(list(work.glob("*.json"))) == 4
+
+
+@pytest.mark.parametrize("name", ["mlp", "flow", "image"])
+def test_a_saved_learner_loads_and_predicts_the_same(name, tmp_path):
+    spec = LEARNERS[name]
+    config = replace(spec.config, **({"width": 32, "blocks": 1, "cond_dim": 16} if name != "mlp" else {"hidden": 16}))
+    policy = spec.empty(config)
+    with torch.no_grad():  # weights and scalings away from their initial values
+        for parameter in policy.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.1)
+        policy.act_norm.centre.fill_(256.0)
+    save_learner(tmp_path / "l.pt", name, policy)
+    loaded = load_learner(tmp_path / "l.pt")
+    width = 2 + 96 * 96 * 3 if name == "image" else 18
+    frames = np.random.default_rng(0).uniform(0, 255, (3, 2, width)).astype(np.float32)
+    np.testing.assert_array_equal(policy.eval().predict(frames, torch.Generator().manual_seed(1)),
+                                  loaded.predict(frames, torch.Generator().manual_seed(1)))
+    with pytest.raises(ValueError, match="not a learner file"):
+        load_learner(tmp_path / "missing.pt")

@@ -41,7 +41,8 @@ def test_both_formats_hold_the_mark_and_the_settings(perturbed):
     for a, b in zip(from_lerobot, from_zarr, strict=True):
         np.testing.assert_array_equal(a.imitate, b.imitate)
     collection = json.loads((perturbed / "lerobot/meta/collection.json").read_text())
-    assert collection["perturbation"] == {"noise": 0.5, "burst_steps": 8, "burst_gap": 8, "clean_share": 0.0}
+    assert collection["perturbation"] == {"noise": 0.5, "burst_steps": 8, "burst_gap": 8, "clean_share": 0.0,
+                                         "learner": None, "learner_exec": 8}
     info = json.loads((perturbed / "lerobot/meta/info.json").read_text())
     assert {"action.executed", "imitate"} <= set(info["features"])
 
@@ -89,3 +90,33 @@ def test_bad_burst_settings_are_one_line_and_exit_2(tmp_path, args, message):
     result = run_script("collect_dataset.py", "--episodes", "1", "--output", str(tmp_path / "x"), *args, timeout=60)
     assert result.returncode == 2 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_relabelling_round_lets_a_saved_learner_drive_the_bursts(tmp_path):
+    demos = tmp_path / "demos"
+    first = run_script("collect_dataset.py", "--episodes", "3", "--max-steps", "40", "--keep-failures",
+                       "--format", "zarr", "--output", str(demos))
+    assert first.returncode == 0, first.stderr
+    learners = tmp_path / "learners"
+    report = run_script("dataset_report.py", str(demos), "--imitation", "--learner", "mlp", "--seeds", "1",
+                        "--train-steps", "30", "--episodes", "1", "--exec-horizon", "8", "--save-learners",
+                        str(learners))
+    assert report.returncode == 0, report.stderr
+    (learner,) = learners.glob("*.pt")
+    relabelled = tmp_path / "round1"
+    result = run_script("collect_dataset.py", "--episodes", "2", "--max-steps", "40", "--keep-failures",
+                        "--burst-learner", str(learner), "--burst-gap", "12", "--clean-share", "0", "--format",
+                        "zarr", "--output", str(relabelled))
+    assert result.returncode == 0, result.stderr
+    group = zarr.open_group(str(relabelled), mode="r")
+    imitate = group["data/imitate"][:]
+    assert 0 < (~imitate).sum() < len(imitate)
+    label, executed = group["data/action"][:], group["data/executed_action"][:]
+    np.testing.assert_array_equal(label[imitate], executed[imitate])
+    assert np.abs(label[~imitate] - executed[~imitate]).max() > 1.0  # the learner, not the demonstrator, acted
+    assert group.attrs["collection"]["perturbation"]["learner"] == str(learner)
+    verify = run_script("collect_dataset.py", "--verify", str(relabelled))
+    assert verify.returncode == 0 and "verify: OK" in verify.stdout, verify.stdout
+    bad = run_script("collect_dataset.py", "--episodes", "1", "--burst-learner", str(demos / ".zgroup"),
+                     "--output", str(tmp_path / "x"), timeout=60)
+    assert bad.returncode == 2 and "--burst-learner" in bad.stderr and "not a learner file" in bad.stderr
