@@ -63,7 +63,7 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, _warmup_cosine(config.warmup_steps, config.steps))
     ema = (AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay), use_buffers=True)
            if config.ema_decay > 0 else None)
-    started, recent = time.perf_counter(), []
+    started, window, window_loss, last_mean = time.perf_counter(), 500, torch.zeros(()), float("nan")
     model.train()
     with tqdm(range(config.steps), desc=desc, unit="step", disable=not progress or None, mininterval=1.0) as bar:
         for step in bar:
@@ -75,13 +75,15 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
             schedule.step()
             if ema is not None:
                 ema.update_parameters(model)
-            recent.append(loss.detach())
-            if step % 500 == 499:
-                bar.set_postfix(loss=f"{torch.stack(recent[-500:]).mean().item():.4f}")
+            # one running sum, read every `window` steps: no host sync a step, and no list of per-step tensors
+            # (each kept 0-d tensor held ~60 KB here)
+            window_loss = loss.detach() if step % window == 0 else window_loss + loss.detach()
+            if step % window == window - 1 or step == config.steps - 1:
+                last_mean = window_loss.item() / (step % window + 1)
+                bar.set_postfix(loss=f"{last_mean:.4f}")
     trained = ema.module if ema is not None else model
     trained.eval()
-    record = {"config": asdict(config), "samples": n_samples,
-              "final_loss": float(torch.stack(recent[-500:]).mean()) if recent else float("nan"),
+    record = {"config": asdict(config), "samples": n_samples, "final_loss": last_mean,
               "seconds": time.perf_counter() - started}
     return trained, record
 
