@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from sac.checkpoint import atomic_file  # noqa: E402
 
@@ -31,6 +32,11 @@ def plot_scaling(rows: Sequence[dict], out: str | Path, title: str) -> None:
         style = {"marker": "o", "capsize": 3} if len(points) > 1 else {"marker": "*", "markersize": 12, "capsize": 3}
         ax.errorbar(frames, mean, yerr=std, label=label, **style)
     ax.set_xscale("log")
+    all_frames = [row["frames"] for row in rows]
+    ax.set_xlim(min(all_frames) / 1.6, max(all_frames) * 1.6)  # room around a single budget too
+    ax.set_xticks(sorted({round(frames, -2) for frames in all_frames}))  # a tick at each budget (to 100 frames)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
     ax.set_xlabel("training frames (whole episodes)")
     ax.set_ylabel("strict success (pusht-eval-v1)")
     ax.set_ylim(0.0, 1.02)
