@@ -14,6 +14,16 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from sac.checkpoint import atomic_file  # noqa: E402
 
 
+def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
+    """One row per (dataset, frames, learner, horizon): the one over the most seeds (a later report wins ties)."""
+    points: dict[tuple, dict] = {}
+    for row in rows:
+        point = (row["dataset"], row["frames"], row["learner"], row["exec_horizon"])
+        if point not in points or len(row.get("seeds", [])) >= len(points[point].get("seeds", [])):
+            points[point] = row
+    return points
+
+
 def plot_scaling(rows: Sequence[dict], out: str | Path, title: str) -> None:
     """Write a PNG of `aggregate` rows: mean success ± std over seeds at each frame budget, log-scaled frames.
 

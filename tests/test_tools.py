@@ -3,6 +3,7 @@ import torch
 from conftest import run_script
 from torch.utils.tensorboard import SummaryWriter
 
+from imitation.plot import most_seeded
 from policy_io import TRAIN_FORMAT, load_policy, policy_payload
 from sac.actor import GaussianActor
 from sac.checkpoint import atomic_save
@@ -39,18 +40,21 @@ def test_plot_curves_writes_one_png_per_logged_figure(tmp_path):
 def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
     import json
 
-    def row(dataset: str, frames: int, learner: str, k: int, mean: float) -> dict:
+    def row(dataset: str, frames: int, learner: str, k: int, mean: float, seeds: int = 1) -> dict:
         return {"dataset": dataset, "frames": frames, "learner": learner, "exec_horizon": k,
-                "success_rate": {"mean": mean, "std": 0.05}}
+                "seeds": list(range(seeds)), "success_rate": {"mean": mean, "std": 0.05}}
     sweep = {"imitation": {"summary": [row("ours", f, "flow", 8, 0.5 + f / 1e5) for f in (6000, 12000, 50000)]
                            + [row("ours", 6000, "mlp", 8, 0.3)]}}
-    human = {"imitation": {"summary": [row("human", 25650, "flow", 8, 0.4), row("human", 25650, "flow", 1, 0.3)]}}
+    human = {"imitation": {"summary": [row("human", 25650, "flow", 8, 0.4), row("human", 25650, "flow", 1, 0.3),
+                                       row("ours", 12000, "flow", 8, 0.6, seeds=3)]}}
     for name, report in (("sweep.json", sweep), ("human.json", human)):
         (tmp_path / name).write_text(json.dumps(report))
     out = tmp_path / "scaling.png"
     result = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), str(tmp_path / "human.json"),
                         "--output", str(out), "--learner", "flow", "--exec-horizon", "8")
     assert result.returncode == 0, result.stderr
-    assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"
+    assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"  # 12000 frames drawn once
+    merged = most_seeded(sweep["imitation"]["summary"] + human["imitation"]["summary"])
+    assert merged[("ours", 12000, "flow", 8)]["success_rate"]["mean"] == 0.6  # the 3-seed point, not the 1-seed one
     none = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out), "--learner", "x")
     assert none.returncode == 2 and "no rows" in none.stderr

@@ -1,5 +1,6 @@
 """One scaling plot from several `dataset_report.py --json` reports (e.g. a budget sweep and the human reference
-judged once), so a sweep need not retrain what another report already measured.
+judged once), so a sweep need not retrain what another report already measured. A point (dataset, frames,
+learner, horizon) that several reports hold is drawn once, from the report with the most seeds.
 
     python tools/plot_scaling.py REPORT.json [REPORT.json ...] --output assets/scaling.png [--learner flow]
                                  [--exec-horizon 8]
@@ -14,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from imitation.plot import plot_scaling  # noqa: E402
+from imitation.plot import most_seeded, plot_scaling  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path} is not a dataset_report.py --imitation JSON ({type(err).__name__}: {err})",
                   file=sys.stderr)
             return 2
+    rows = list(most_seeded(rows).values())
     rows = [r for r in rows if (not args.learner or r["learner"] in args.learner)
             and (not args.exec_horizon or r["exec_horizon"] in args.exec_horizon)]
     if not rows:
