@@ -5,7 +5,7 @@
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
                               [--image-size 96] [--no-video] [--max-steps 300]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
-    python collect_dataset.py --verify DIR
+    python collect_dataset.py --verify DIR [--checkpoint PATH]
 
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
 deterministically; --action-noise adds Gaussian noise in [-1, 1] action units (clipped, drawn from a generator seeded
@@ -13,7 +13,8 @@ by the episode seed) and the executed action is what is recorded, so every episo
 --burst-noise makes recovery demonstrations (datasets_io/perturbation.py): in all but --clean-share of the episodes,
 bursts of --burst-steps env steps execute the action plus noise; `action` records the clean demonstrator's target
 at every visited state, the executed target is stored beside it (LeRobot `action.executed`, zarr
-`data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them.
+`data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them. --verify replays such a
+dataset from its executed targets and recomputes every label with the demonstrator that collected it (or --checkpoint).
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
 Default policy: assets/policy.pt if present, else the newest checkpoint in --checkpoint-dir.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
@@ -56,10 +57,10 @@ from cli_common import (
 from config import TrainConfig
 from datasets_io import lerobot_writer, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
-from datasets_io.perturbation import Perturbation, PerturbedRollout
+from datasets_io.perturbation import Perturbation, PerturbedRollout, replayed_labels
 from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
-from datasets_io.verify import verify
+from datasets_io.verify import LabelSource, verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from imitation.judge import load_learner
@@ -109,7 +110,7 @@ class Collector:
             return self.recorder(act, seed)
         rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed, self.burst_learner)
         episode = self.recorder(rollout, seed)
-        return replace(episode, action=np.stack(rollout.labels), executed=episode.action,
+        return replace(episode, action=np.stack(rollout.labels.labels), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
 
 
@@ -398,16 +399,35 @@ def collect(plan: Plan) -> int:
     return 0
 
 
-def run_verify(path: Path) -> int:
+def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource | None:
+    """For a perturbed collection, what recomputes its labels: the demonstrator that collected it (or `checkpoint`)
+    replaying each episode. None, with a line saying why, when there is nothing to check or nothing to check with."""
+    if not Perturbation(**(collection.get("perturbation") or {})).active:
+        return None
+    if checkpoint is None:
+        used = sorted({str(run["policy"]) for run in collection["runs"]})
+        if len(used) != 1 or not Path(used[0]).is_file():
+            print(f"labels: not recomputed: the demonstrator ({' / '.join(used)}) is not a file here; pass "
+                  f"--checkpoint to recompute them")
+            return None
+        checkpoint = used[0]
+    policy, env = load_checked_policy(argparse.Namespace(policy="checkpoint", checkpoint=checkpoint))
+    assert policy is not None
+    print(f"labels: recomputed with {checkpoint}")
+    return lambda seed, executed: replayed_labels(env, policy, seed, executed)
+
+
+def run_verify(path: Path, checkpoint: str | None) -> int:
     fmt = dataset_format(path) if path.is_dir() else None
     if fmt is None:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
-    max_steps = read_collection(path, fmt)["max_steps"]
+    collection = read_collection(path, fmt)
+    labels_of = demonstrator_labels(collection, checkpoint)
     env = make_env(PUSHT_ENV_ID)
     ok = True
     for name, root in format_roots(path, fmt).items():
         try:
-            report = verify(root, name, env, max_steps)
+            report = verify(root, name, env, collection["max_steps"], labels_of)
         except (OSError, KeyError, ValueError) as err:
             print(f"{name} {root}: unreadable ({type(err).__name__}: {err})")
             ok = False
@@ -469,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         if args.verify is not None:
-            return run_verify(Path(args.verify))
+            return run_verify(Path(args.verify), args.checkpoint)
         return collect(plan_collection(args))
 
     return run_command(body, "interrupted; nothing saved by this run")

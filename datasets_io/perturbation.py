@@ -61,6 +61,36 @@ class Perturbation:
         return None
 
 
+class CleanLabels:
+    """The target the clean demonstrator sends from each visited state, whatever was executed there.
+
+    Between decisions the demonstrator steers toward its own waypoint, not the executed one, so that waypoint is
+    carried here from step to step."""
+
+    def __init__(self, env: PushTWrapper) -> None:
+        self.env = env
+        self.waypoint: np.ndarray | None = None
+        self.labels: list[np.ndarray] = []
+
+    def add(self, clean_action: np.ndarray) -> None:
+        """Label the env's current state with the target `clean_action` (the demonstrator's, there) would send."""
+        label, self.waypoint = self.env.next_target(clean_action, self.waypoint)
+        self.labels.append(label.astype(np.float32))
+
+
+def replayed_labels(env: PushTWrapper, policy: Policy, seed: int, executed: np.ndarray) -> np.ndarray:
+    """(T, 2) the clean labels of an episode recomputed by replaying its executed targets from `seed` with the
+    demonstrator `policy` watching: what `--verify` compares a perturbed collection's `action` with."""
+    obs, _ = env.reset(seed=seed)
+    labels = CleanLabels(env)
+    for target in executed:
+        clean = policy(obs)
+        labels.add(clean)
+        env.force_target(target)
+        obs, *_ = env.step(clean)
+    return np.stack(labels.labels)
+
+
 class PerturbedRollout:
     """One episode's actor: executes the (possibly perturbed) action, records the clean label and the mark."""
 
@@ -73,8 +103,7 @@ class PerturbedRollout:
         self.rng = np.random.default_rng([2, seed])  # seeded by the episode, a stream apart from --action-noise's
         self.perturbed = bool(self.rng.random() >= settings.clean_share)
         self.burst_left = 0
-        self.clean_waypoint: np.ndarray | None = None
-        self.labels: list[np.ndarray] = []
+        self.labels = CleanLabels(env)
         self.imitate: list[bool] = []
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -88,8 +117,7 @@ class PerturbedRollout:
                 self.burst_left = -(-settings.burst_steps // k) * k  # whole decisions: it ends where one starts
                 if self.learner is not None:
                     self.controller.queue.clear()  # a burst starts from a fresh prediction
-        label, self.clean_waypoint = env.next_target(clean, self.clean_waypoint)
-        self.labels.append(label.astype(np.float32))
+        self.labels.add(clean)
         self.imitate.append(self.burst_left == 0)
         if self.burst_left == 0:
             return clean

@@ -4,9 +4,9 @@ Checked per frame: the states before each action (LeRobot: agent position and th
 and success after the action; zarr: the 5-dim state, DP's 9 keypoints, contact counts). Checked per episode: the
 success flag, and that the episode ends exactly where it should (at its first success, else at the step limit).
 Perturbed collections replay from the executed targets, and their labels must equal them on every frame not marked
-off (the burst frames' labels are the clean demonstrator's, computed at collection). Images are not compared (video
-is lossy). Values are stored as float32, so a faithful episode differs by ~1e-5 env
-units.
+off; given the demonstrator (`labels_of`), every label is also recomputed along the replay and compared, the burst
+frames' included. Images are not compared (video is lossy). Values are stored as float32, so a faithful episode
+differs by ~1e-5 env units.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from datasets_io.episode import replay
 TOLERANCE = 1e-3
 
 EpisodeSource = Callable[[Path], Iterator[tuple[dict, dict[str, np.ndarray]]]]
+LabelSource = Callable[[int, np.ndarray], np.ndarray]  # (seed, executed targets) -> the demonstrator's labels
 
 
 def _lerobot_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -67,9 +68,10 @@ class Report:
         return f"{self.episodes} episodes, {self.frames} frames; max |error|: {errors}"
 
 
-def verify(root: Path, fmt: str, env: gym.Env, max_steps: int) -> Report:
+def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
     """Replay each episode of the `fmt` ("lerobot" or "zarr") dataset at `root` in `env` (a PushT make_env);
-    `max_steps` is the collection's step limit, where every failed episode must end."""
+    `max_steps` is the collection's step limit, where every failed episode must end. With `labels_of`, a perturbed
+    episode's labels must be the ones it recomputes."""
     episodes, expected_of = FORMATS[fmt]
     report = Report()
     for facts, recorded in episodes(root):
@@ -84,6 +86,13 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int) -> Report:
             if not np.array_equal(recorded["action"][clean], executed[clean]):
                 report.mismatches.append(f"{name}: a label differs from the executed target on a frame not marked "
                                          f"off")
+            if labels_of is not None:
+                error = np.abs(recorded["action"] - labels_of(facts["seed"], executed))
+                report.max_error["label"] = max(report.max_error.get("label", 0.0), float(error.max(initial=0.0)))
+                if error.max(initial=0.0) > TOLERANCE:
+                    frame = int(np.argwhere(error > TOLERANCE)[0][0])
+                    report.mismatches.append(f"{name}: the label of frame {frame} is not the demonstrator's "
+                                             f"(off by {error.max():.3g})")
         for key, want in expected_of(sim).items():
             error = np.abs(np.asarray(recorded[key], np.float64) - np.asarray(want, np.float64).reshape(
                 recorded[key].shape))

@@ -4,6 +4,7 @@ replay from the executed targets, and learners that skip chunks reaching a marke
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -33,6 +34,22 @@ def test_labels_are_clean_where_imitated_and_replay_uses_the_executed_targets(pe
     assert np.abs(label[~imitate] - executed[~imitate]).max() > 1.0  # the burst executed something else
     verify = run_script("collect_dataset.py", "--verify", str(perturbed))
     assert verify.returncode == 0 and "verify: OK" in verify.stdout, verify.stdout
+    assert "labels: recomputed with assets/policy.pt" in verify.stdout
+    label_errors = [float(x) for x in re.findall(r"label ([0-9.e+-]+),", verify.stdout)]
+    assert len(label_errors) == 2 and max(label_errors) < 1e-3  # both formats, every frame's label recomputed
+
+
+def test_a_burst_label_that_is_not_the_demonstrators_fails_verification(perturbed, tmp_path):
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(perturbed / "zarr", copy)
+    group = zarr.open_group(str(copy), mode="r+")
+    burst = int(np.flatnonzero(~group["data/imitate"][:])[0])
+    group["data/action"][burst] = group["data/action"][burst] + 2.0
+    result = run_script("collect_dataset.py", "--verify", str(copy))
+    assert result.returncode == 1 and f"the label of frame {burst} is not the demonstrator's" in result.stdout
+    other = run_script("collect_dataset.py", "--verify", str(copy), "--checkpoint", str(tmp_path / "missing.pt"))
+    assert other.returncode == 2 and "--checkpoint" in other.stderr
 
 
 def test_both_formats_hold_the_mark_and_the_settings(perturbed):
