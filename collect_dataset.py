@@ -110,7 +110,7 @@ class Collector:
             return self.recorder(act, seed)
         rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed, self.burst_learner)
         episode = self.recorder(rollout, seed)
-        return replace(episode, action=np.stack(rollout.labels.labels), executed=episode.action,
+        return replace(episode, action=rollout.labels.array(), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
 
 

@@ -77,6 +77,10 @@ class CleanLabels:
         label, self.waypoint = self.env.next_target(clean_action, self.waypoint)
         self.labels.append(label.astype(np.float32))
 
+    def array(self) -> np.ndarray:
+        """(T, 2) float32, the labels so far."""
+        return np.stack(self.labels)
+
 
 def replayed_labels(env: PushTWrapper, policy: Policy, seed: int, executed: np.ndarray) -> np.ndarray:
     """(T, 2) the clean labels of an episode recomputed by replaying its executed targets from `seed` with the
@@ -88,7 +92,7 @@ def replayed_labels(env: PushTWrapper, policy: Policy, seed: int, executed: np.n
         labels.add(clean)
         env.force_target(target)
         obs, *_ = env.step(clean)
-    return np.stack(labels.labels)
+    return labels.array()
 
 
 class PerturbedRollout:
