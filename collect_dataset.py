@@ -1,7 +1,7 @@
-"""Turn policy rollouts into a demonstration dataset (LeRobot v3.0 and/or Diffusion Policy zarr), or verify one.
+"""Turn policy rollouts into demonstration datasets (LeRobot v3.0 / v2.1, Diffusion Policy zarr, RLDS), or verify.
 
     python collect_dataset.py [--checkpoint PATH | --policy random] --episodes N --output DIR
-                              [--format lerobot|zarr|both] [--start-seed 0] [--workers 1] [--overwrite | --resume]
+                              [--format FORMAT [FORMAT ...]] [--start-seed 0] [--workers 1] [--overwrite | --resume]
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
                               [--image-size 96] [--no-video] [--max-steps 300]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
@@ -18,7 +18,9 @@ dataset from its executed targets and recomputes every label with the demonstrat
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
 Default policy: assets/policy.pt if present, else the newest checkpoint in --checkpoint-dir.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
---format both writes DIR/lerobot and DIR/zarr from the same rollouts.
+--format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds (`both`: lerobot and zarr);
+several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
+included (datasets_io/verify.py).
 
 The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/staging.py): an interrupted run
 (Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how to go on.
@@ -55,14 +57,16 @@ from cli_common import (
     run_command,
 )
 from config import TrainConfig
-from datasets_io import lerobot_writer, staging, zarr_writer
+from datasets_io import formats, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
-from datasets_io.perturbation import Perturbation, PerturbedRollout, replayed_labels
+from datasets_io.formats import FORMATS, Writer
+from datasets_io.perturbation import DriverFactory, Perturbation, PerturbedRollout, replayed_labels
 from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import LabelSource, verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
+from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
 from policy_io import LoadedPolicy, load_policy
 from sac.checkpoint import guarded_write
@@ -84,6 +88,14 @@ class Job:
     perturbation: Perturbation = Perturbation()
 
 
+def burst_driver(perturbation: Perturbation) -> DriverFactory | None:
+    """A relabelling round's bursts: the saved imitation learner steers them (None: noise bursts or none)."""
+    if perturbation.learner is None:
+        return None
+    learner = load_learner(perturbation.learner)
+    return lambda seed: LearnerBursts(learner, perturbation.learner_exec, seed)
+
+
 class Collector:
     """One process's env and policy; records one seed at a time."""
 
@@ -93,8 +105,7 @@ class Collector:
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
         self.env = make_env(*env_spec(policy), **size)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
-        learner = job.perturbation.learner
-        self.burst_learner = load_learner(learner) if learner is not None else None
+        self.bursts = burst_driver(job.perturbation)
 
     def __call__(self, seed: int) -> EpisodeData:
         base = self.policy or random_policy(seed, 2)
@@ -108,7 +119,8 @@ class Collector:
 
         if not self.job.perturbation.active:
             return self.recorder(act, seed)
-        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed, self.burst_learner)
+        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed,
+                                   self.bursts(seed) if self.bursts else None)
         episode = self.recorder(rollout, seed)
         return replace(episode, action=rollout.labels.array(), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
@@ -146,31 +158,35 @@ def rollouts(job: Job, policy: LoadedPolicy | None, seeds: Iterable[int], worker
         pool.shutdown(cancel_futures=True)
 
 
-def dataset_format(path: Path) -> str | None:
-    """"lerobot", "zarr" or "both" for a dataset this script wrote at `path`, else None."""
-    if (path / lerobot_writer.INFO_PATH).is_file():
-        return "lerobot"
-    if (path / ".zgroup").is_file():
-        return "zarr"
-    if (path / "lerobot" / lerobot_writer.INFO_PATH).is_file() and (path / "zarr/.zgroup").is_file():
-        return "both"
-    return None
+FORMAT_CHOICES = (*FORMATS, "both")
 
 
-def format_roots(path: Path, fmt: str) -> dict[str, Path]:
-    """Where each format lives: DIR itself, or DIR/lerobot and DIR/zarr for "both"."""
-    return {"lerobot": path / "lerobot", "zarr": path / "zarr"} if fmt == "both" else {fmt: path}
+def format_names(flags: list[str]) -> tuple[str, ...]:
+    """The --format values as format names, in the order given (`both`: lerobot and zarr), each once."""
+    return tuple(dict.fromkeys(name for flag in flags for name in (formats.BOTH if flag == "both" else (flag,))))
 
 
-def read_collection(path: Path, fmt: str) -> dict:
-    root = format_roots(path, fmt)
+def read_collection(roots: dict[str, Path]) -> dict:
+    name, root = next(iter(roots.items()))
     try:
-        if "lerobot" in root:
-            return lerobot_writer.read_json(root["lerobot"], lerobot_writer.COLLECTION_PATH)
-        return zarr_writer.read_collection(root["zarr"])
+        return FORMATS[name].read_collection(root)
     except (OSError, KeyError, ValueError):
-        raise BadInput(f"{str(path)!r} holds a dataset not written by collect_dataset.py (no collection record); "
+        raise BadInput(f"{str(root)!r} holds a dataset not written by collect_dataset.py (no collection record); "
                        f"choose another --output") from None
+
+
+def check_resumable(roots: dict[str, Path]) -> None:
+    """Read every existing dataset's frames (not its images) before adding to them: a damaged file is named as
+    bad input, not reported later as a failed write."""
+    for name, root in roots.items():
+        try:
+            for _ in FORMATS[name].iter_episodes(root, False):
+                pass
+            if name == "zarr":
+                zarr_writer.check_appendable(root)
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            raise BadInput(f"cannot resume: the {FORMATS[name].title} dataset {str(root)!r} is damaged ({err}); "
+                           f"nothing was written. Check it with --verify, then collect into a new --output") from None
 
 
 @dataclass
@@ -179,7 +195,7 @@ class Plan:
 
     output: Path
     mode: str  # "new", "overwrite" or "resume"
-    fmt: str
+    formats: tuple[str, ...]
     use_video: bool
     job: Job
     policy: LoadedPolicy | None
@@ -191,8 +207,9 @@ class Plan:
     collection: dict  # the existing dataset's record when resuming, else empty
 
 
-def check_output(args: argparse.Namespace) -> str | None:
-    """The format of the dataset already at --output (None: absent or empty), if the flags allow using it."""
+def check_output(args: argparse.Namespace) -> dict[str, Path]:
+    """Where the datasets already at --output are, by format (empty: absent or empty), if the flags allow using
+    them."""
     output = Path(args.output)
     try:
         staging.recover(output)
@@ -202,9 +219,9 @@ def check_output(args: argparse.Namespace) -> str | None:
     if output.exists() and not output.is_dir():
         raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
     if not output.is_dir() or staging.is_empty_dir(output):
-        return None
-    existing = dataset_format(output)
-    if existing is None:
+        return {}
+    existing = formats.find(output)
+    if not existing:
         raise BadInput(f"{str(output)!r} is not empty and holds no dataset written by collect_dataset.py; "
                        f"choose another --output")
     if not (args.overwrite or args.resume):
@@ -245,11 +262,14 @@ def plan_collection(args: argparse.Namespace) -> Plan:
         raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
     output = Path(args.output)
     existing = check_output(args)
-    record = read_collection(output, existing) if args.resume and existing else {}
+    record = read_collection(existing) if args.resume and existing else {}
     mode = "resume" if record else "overwrite" if args.overwrite and existing else "new"
-    fmt = args.format or (existing if record else "lerobot")
-    if record and fmt != existing:
-        raise BadInput(f"{str(output)!r} holds a {existing} dataset; --resume must keep --format {existing}")
+    names = format_names(args.format) if args.format else tuple(existing) if record else ("lerobot",)
+    if record and formats.layout(output, names) != existing:
+        raise BadInput(f"{str(output)!r} holds {' '.join(existing)}; --resume must keep --format "
+                       f"{' '.join(existing)}")
+    if record:
+        check_resumable(existing)
     image_size = record.get("image_size", 96) if args.image_size is None else args.image_size
     max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
     use_video = record.get("video", not args.no_video)
@@ -283,8 +303,13 @@ def plan_collection(args: argparse.Namespace) -> Plan:
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
     perturbation = plan_perturbation(args, record)
+    if perturbation.learner is not None:
+        try:
+            load_learner(perturbation.learner)
+        except (OSError, ValueError) as err:
+            raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps, perturbation)
-    return Plan(output, mode, fmt, use_video, job, policy, args.episodes, start_seed, max_attempts,
+    return Plan(output, mode, names, use_video, job, policy, args.episodes, start_seed, max_attempts,
                 args.keep_failures, args.workers, record)
 
 
@@ -318,23 +343,17 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             "runs": [*plan.collection.get("runs", []), run]}
 
 
-def make_writers(path: Path, plan: Plan) -> list[lerobot_writer.LeRobotWriter | zarr_writer.ZarrWriter]:
-    roots = format_roots(path, plan.fmt)
-    writers: list[lerobot_writer.LeRobotWriter | zarr_writer.ZarrWriter] = []
-    if "lerobot" in roots:
-        writers.append(lerobot_writer.LeRobotWriter(roots["lerobot"], plan.job.image_size, plan.use_video,
-                                                    plan.job.perturbation.active))
-    if "zarr" in roots:
-        writers.append(zarr_writer.ZarrWriter(roots["zarr"], plan.job.image_size, plan.job.perturbation.active))
-    return writers
+def make_writers(path: Path, plan: Plan) -> list[Writer]:
+    return [FORMATS[name].writer(root, plan.job.image_size, plan.use_video, plan.job.perturbation.active)
+            for name, root in formats.layout(path, plan.formats).items()]
 
 
-def store_quality(path: Path, fmt: str) -> dict:
+def store_quality(path: Path, names: tuple[str, ...]) -> dict:
     """Measure the written dataset (all its episodes, a resumed one's included) and store the figures with it."""
-    roots = format_roots(path, fmt)
-    quality = motion_statistics(read_demonstrations(next(iter(roots.values())))[2])  # both formats hold one rollout
+    roots = formats.layout(path, names)
+    quality = motion_statistics(read_demonstrations(next(iter(roots.values())))[2])  # every format: one rollout
     for name, root in roots.items():
-        (lerobot_writer if name == "lerobot" else zarr_writer).write_quality(root, quality)
+        FORMATS[name].write_quality(root, quality)
     return quality
 
 
@@ -375,7 +394,7 @@ def collect(plan: Plan) -> int:
             with guarded_write(stage.path, advice):
                 for writer in writers:
                     writer.close(record)
-                quality = store_quality(stage.path, plan.fmt)
+                quality = store_quality(stage.path, plan.formats)
                 stage.commit()
             print(format_table(quality, f"{plan.output} (all episodes)"))
     except BaseException:
@@ -387,7 +406,7 @@ def collect(plan: Plan) -> int:
     last = plan.start_seed + attempted - 1
     print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
           f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.workers} worker(s))"
-          + (f" -> {plan.output} ({plan.fmt})" if kept else "; nothing written"))
+          + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
     if stop.raised:
         print(f"interrupted: {kept} complete episode(s) saved" + ("; continue with --resume" if kept else ""),
               file=sys.stderr)
@@ -418,18 +437,19 @@ def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource
 
 
 def run_verify(path: Path, checkpoint: str | None) -> int:
-    fmt = dataset_format(path) if path.is_dir() else None
-    if fmt is None:
+    roots = formats.find(path) if path.is_dir() else {}
+    if not roots:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
-    collection = read_collection(path, fmt)
+    collection = read_collection(roots)
     labels_of = demonstrator_labels(collection, checkpoint)
-    env = make_env(PUSHT_ENV_ID)
+    size = collection["image_size"]
+    env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
     ok = True
-    for name, root in format_roots(path, fmt).items():
+    for name, root in roots.items():
         try:
             report = verify(root, name, env, collection["max_steps"], labels_of)
-        except (OSError, KeyError, ValueError) as err:
-            print(f"{name} {root}: unreadable ({type(err).__name__}: {err})")
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            print(f"{name} {root}: DAMAGED: {err}; re-collect this dataset (or restore it from a copy)")
             ok = False
             continue
         print(f"{name} {root}: {report.summary()}")
@@ -451,8 +471,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="'random': uniform random actions, for tests without a checkpoint")
     parser.add_argument("--episodes", type=int, help="episodes to keep (required unless --verify)")
     parser.add_argument("--output", help="dataset directory")
-    parser.add_argument("--format", choices=["lerobot", "zarr", "both"],
-                        help="default: lerobot (with --resume: the existing dataset's)")
+    parser.add_argument("--format", nargs="+", choices=FORMAT_CHOICES, metavar="FORMAT",
+                        help=f"one or more of {', '.join(FORMAT_CHOICES)} (both: lerobot zarr); several go to "
+                             f"DIR/<format>/ (default: lerobot; with --resume: the existing dataset's)")
     parser.add_argument("--start-seed", type=int, help="first seed (default 0; with --resume: after the last tried)")
     parser.add_argument("--workers", type=int, default=1, help="processes recording episodes in parallel")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --output")
@@ -479,7 +500,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          help="keep every episode, one per seed")
     parser.add_argument("--max-attempts", type=int, help="seeds to try for --only-success (default 10 x episodes)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
-    parser.add_argument("--no-video", action="store_true", help="LeRobot: PNG frames in the parquet, not AV1 video")
+    parser.add_argument("--no-video", action="store_true",
+                        help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")
     parser.add_argument("--max-steps", type=int, help=f"episode step limit (default {MAX_EPISODE_STEPS}; for tests)")
     return parser.parse_args(argv)
 

@@ -108,17 +108,20 @@ class EpisodeRecorder:
             is_success=arrays["is_success"].astype(bool))
 
 
-def replay(env: gym.Env, seed: int, actions: np.ndarray) -> dict[str, np.ndarray]:
+def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False) -> dict[str, np.ndarray]:
     """Re-simulate from `reset(seed)` with env-unit `actions` stepped on the raw env (no [-1, 1] round trip).
 
-    Returns the states before each action (`STATE_KEYS`), plus `reward` and `is_success` after each.
+    Returns the states before each action (`STATE_KEYS`; with `render`, the observation render as "image"), plus
+    `reward` and `is_success` after each.
     """
     env.reset(seed=seed)
     pusht = env.unwrapped
-    out: dict[str, list] = {key: [] for key in (*STATE_KEYS, "reward", "is_success")}
+    out: dict[str, list] = {key: [] for key in (*STATE_KEYS, "reward", "is_success", *(("image",) if render else ()))}
     for action in np.asarray(actions, dtype=np.float32):
         for key, value in observe(pusht).items():
             out[key].append(value)
+        if render:
+            out["image"].append(pusht._render(visualize=False))
         _, reward, _, _, info = pusht.step(action)
         out["reward"].append(reward)
         out["is_success"].append(info["is_success"])

@@ -66,7 +66,8 @@ def aggregate(stats_list: list[dict[str, Stats]]) -> dict[str, Stats]:
                        "mean": mean, "std": np.sqrt(variance),
                        "count": np.array([int(counts.sum())])}
         for name in QUANTILES:
-            merged[key][name] = (weights * np.stack([p[name] for p in parts])).sum(axis=0)
+            if all(name in p for p in parts):  # LeRobot v2.1's statistics have no quantiles
+                merged[key][name] = (weights * np.stack([p[name] for p in parts])).sum(axis=0)
     return merged
 
 

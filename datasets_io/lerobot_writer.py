@@ -108,15 +108,15 @@ def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
     }
 
 
-def video_codec() -> tuple[str, dict[str, str]]:
-    """The first encoder of VIDEO_CODECS that this PyAV build has."""
-    for name, options in VIDEO_CODECS:
+def video_codec(codecs: tuple = VIDEO_CODECS) -> tuple[str, dict[str, str]]:
+    """The first encoder of `codecs` that this PyAV build has."""
+    for name, options in codecs:
         try:
             av.codec.Codec(name, "w")
         except (av.codec.codec.UnknownCodecError, ValueError):
             continue
         return name, options
-    raise RuntimeError("PyAV has none of the encoders " + ", ".join(name for name, _ in VIDEO_CODECS))
+    raise RuntimeError("PyAV has none of the encoders " + ", ".join(name for name, _ in codecs))
 
 
 def video_info(path: Path) -> dict:
@@ -144,13 +144,13 @@ class _FileIndex:
         return template.format(chunk_index=self.chunk, file_index=self.file, **keys)
 
 
-class _VideoFile:
+class VideoFile:
     """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact."""
 
-    def __init__(self, path: Path, size: int) -> None:
+    def __init__(self, path: Path, size: int, codecs: tuple = VIDEO_CODECS) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        name, options = video_codec()
+        name, options = video_codec(codecs)
         self.container = av.open(str(path), "w")
         self.stream = self.container.add_stream(name, rate=FPS, options=options)
         self.stream.width = self.stream.height = size
@@ -172,19 +172,19 @@ class _VideoFile:
         self.container.close()
 
 
-def _fixed_list(values: np.ndarray) -> pa.Array:
+def fixed_list(values: np.ndarray) -> pa.Array:
     """(T, D) float32 → fixed_size_list<float>[D], the Arrow type of a `datasets` List feature with a length."""
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()), values.shape[1])
 
 
-def _png_images(images: np.ndarray) -> pa.Array:
+def png_images(images: np.ndarray) -> pa.Array:
     """The `datasets.Image()` storage: struct<bytes, path> with PNG bytes."""
     encoded = [iio.imwrite("<bytes>", image, extension=".png") for image in images]
     return pa.StructArray.from_arrays([pa.array(encoded, pa.binary()), pa.array([None] * len(images), pa.string())],
                                       names=["bytes", "path"])
 
 
-def _frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
+def frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
     """Every per-frame feature except the image, as numpy arrays (the data parquet's and the stats' input)."""
     frames = np.arange(ep.length, dtype=np.int64)
     done = np.zeros(ep.length, dtype=bool)
@@ -225,27 +225,45 @@ def _tasks_table() -> pa.Table:
     return table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
 
 
-def _write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=4) + "\n").encode())
 
 
 def write_quality(root: Path, quality: dict) -> None:
-    _write_json(root / QUALITY_PATH, quality)
+    write_json(root / QUALITY_PATH, quality)
 
 
 def read_json(root: Path, relative: str) -> dict:
-    return json.loads((root / relative).read_text())
+    """A JSON file of the dataset; a damaged one raises ValueError naming it."""
+    try:
+        return json.loads((root / relative).read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{relative}: not valid JSON ({err})") from None
+
+
+def read_parquet(root: Path, relative: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """One parquet file of the dataset; a damaged one raises ValueError naming it."""
+    try:
+        return pq.read_table(root / relative, columns=columns)
+    except (OSError, pa.ArrowException) as err:
+        raise ValueError(f"{relative}: cannot be read ({err})") from None
+
+
+def _files(root: Path, folder: str) -> list[Path]:
+    paths = sorted((root / folder).glob("*/*.parquet"))
+    if not paths:
+        raise ValueError(f"{folder}/: no parquet file")
+    return [path.relative_to(root) for path in paths]
 
 
 def read_episodes(root: Path) -> pa.Table:
     """All rows of meta/episodes, in episode order."""
-    return pa.concat_tables([pq.read_table(path) for path in sorted((root / "meta/episodes").glob("*/*.parquet"))])
+    return pa.concat_tables([read_parquet(root, path) for path in _files(root, "meta/episodes")])
 
 
 def read_frames(root: Path, columns: list[str]) -> pa.Table:
     """`columns` of every data file, in frame order."""
-    return pa.concat_tables([pq.read_table(path, columns=columns)
-                             for path in sorted((root / "data").glob("*/*.parquet"))])
+    return pa.concat_tables([read_parquet(root, path, columns) for path in _files(root, "data")])
 
 
 class LeRobotWriter:
@@ -259,7 +277,7 @@ class LeRobotWriter:
         self.episode_stats: list[dict[str, lerobot_stats.Stats]] = []
         self._data: pq.ParquetWriter | None = None
         self._data_bytes = 0
-        self._video: _VideoFile | None = None
+        self._video: VideoFile | None = None
         if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
             self.info = read_json(root, INFO_PATH)
             self.stats = [lerobot_stats.from_json(read_json(root, STATS_PATH))]
@@ -277,10 +295,10 @@ class LeRobotWriter:
     def add(self, ep: EpisodeData) -> None:
         episode_index = self.info["total_episodes"] + len(self.rows)
         first = self.info["total_frames"] + sum(row["length"] for row in self.rows)
-        columns = _frame_columns(ep, episode_index, first)
-        arrays = {key: _fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
+        columns = frame_columns(ep, episode_index, first)
+        arrays = {key: fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
         if not self.use_video:
-            arrays = {IMAGE_KEY: _png_images(ep.image), **arrays}
+            arrays = {IMAGE_KEY: png_images(ep.image), **arrays}
         table = pa.table(arrays)
         row = {"episode_index": episode_index, "tasks": [TASK], "length": ep.length, **self._write_data(table),
                "dataset_from_index": first, "dataset_to_index": first + ep.length}
@@ -315,7 +333,7 @@ class LeRobotWriter:
             self._video = None
             self.video_index = self.video_index.advanced()
         if self._video is None:
-            self._video = _VideoFile(self.root / self.video_index.path(VIDEO_PATH, video_key=IMAGE_KEY),
+            self._video = VideoFile(self.root / self.video_index.path(VIDEO_PATH, video_key=IMAGE_KEY),
                                      self.image_size)
         start = self._video.frames / FPS
         self._video.write(images)
@@ -345,28 +363,72 @@ class LeRobotWriter:
             first = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)
             info["features"][IMAGE_KEY]["info"] = video_info(self.root / first)
         stats = lerobot_stats.aggregate(self.stats + self.episode_stats)
-        _write_json(self.root / STATS_PATH, lerobot_stats.to_json(stats))
-        _write_json(self.root / COLLECTION_PATH, collection)
-        _write_json(self.root / INFO_PATH, info)
+        write_json(self.root / STATS_PATH, lerobot_stats.to_json(stats))
+        write_json(self.root / COLLECTION_PATH, collection)
+        write_json(self.root / INFO_PATH, info)
 
 
-def _column_numpy(column: pa.ChunkedArray) -> np.ndarray:
+def column_numpy(column: pa.ChunkedArray) -> np.ndarray:
     """A column as numpy, (N, D) for fixed-size lists."""
     if isinstance(column.type, pa.FixedSizeListType):
         return column.combine_chunks().flatten().to_numpy().reshape(len(column), column.type.list_size)
     return column.to_numpy()
 
 
-def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
-    """(episode row, per-frame arrays) for every episode, for verification; perturbed datasets add the executed
-    target and the imitation mark."""
+def decode_video(path: Path) -> np.ndarray:
+    """Every frame of an mp4 as (N, H, W, 3) uint8 RGB, in presentation order."""
+    with av.open(str(path)) as container:
+        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    if not frames:
+        raise ValueError("no frame decodes")
+    return np.stack(frames)
+
+
+def decode_pngs(column: pa.ChunkedArray) -> np.ndarray:
+    """The frames of a `datasets.Image()` column (struct<bytes, path> of PNGs) as (N, H, W, 3) uint8."""
+    return np.stack([iio.imread(item["bytes"]) for item in column.to_pylist()])
+
+
+def is_dataset(root: Path) -> bool:
+    return (root / INFO_PATH).is_file() and read_json(root, INFO_PATH).get("codebase_version") == CODEBASE_VERSION
+
+
+def read_collection(root: Path) -> dict:
+    return read_json(root, COLLECTION_PATH)
+
+
+def _video_frames(root: Path, row: dict, decoded: dict[str, np.ndarray]) -> np.ndarray:
+    """An episode's frames from the video file it lives in (decoded once per file, kept in `decoded`)."""
+    prefix = f"videos/{IMAGE_KEY}"
+    relative = _FileIndex(row[f"{prefix}/chunk_index"], row[f"{prefix}/file_index"]).path(VIDEO_PATH,
+                                                                                           video_key=IMAGE_KEY)
+    if relative not in decoded:
+        decoded.clear()  # episodes come in file order: one file in memory at a time
+        try:
+            decoded[relative] = decode_video(root / relative)
+        except (OSError, ValueError, av.FFmpegError) as err:
+            raise ValueError(f"{relative}: the video does not decode ({err})") from None
+    start = round(row[f"{prefix}/from_timestamp"] * FPS)
+    return decoded[relative][start:start + row["length"]]
+
+
+def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(episode row, per-frame arrays) for every episode; perturbed datasets add the executed target and the
+    imitation mark; with `images`, the decoded frames under "image" (a short video gives fewer frames)."""
+    info = read_json(root, INFO_PATH)
     columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success", "index"]
-    columns += [key for key in (EXECUTED_KEY, IMITATE_KEY) if key in read_json(root, INFO_PATH)["features"]]
-    frames = read_frames(root, columns)
-    arrays = {name: _column_numpy(frames.column(name)) for name in columns}
+    columns += [key for key in (EXECUTED_KEY, IMITATE_KEY) if key in info["features"]]
+    use_video = info["features"][IMAGE_KEY]["dtype"] == "video"
+    frames = read_frames(root, columns + ([IMAGE_KEY] if images and not use_video else []))
+    arrays = {name: column_numpy(frames.column(name)) for name in columns}
     episodes = read_episodes(root)
     if not np.array_equal(arrays["index"], np.arange(episodes.column("dataset_to_index")[-1].as_py())):
         raise ValueError("the data files' `index` column is not 0, 1, ... up to the last episode's end")
+    decoded: dict[str, np.ndarray] = {}
     for row in episodes.to_pylist():
         window = slice(row["dataset_from_index"], row["dataset_to_index"])
-        yield row, {name: values[window] for name, values in arrays.items()}
+        episode = {name: values[window] for name, values in arrays.items()}
+        if images:
+            episode["image"] = (_video_frames(root, row, decoded) if use_video else
+                                decode_pngs(frames.column(IMAGE_KEY).slice(window.start, row["length"])))
+        yield row, episode

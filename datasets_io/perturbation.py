@@ -18,16 +18,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
-import torch
 
 from env.pusht_wrapper import PushTWrapper
-from imitation.evaluation import ChunkedController
-from imitation.judge import load_learner
-from imitation.policy import ChunkPolicy
 
 Policy = Callable[[np.ndarray], np.ndarray]
+
+
+class BurstDriver(Protocol):
+    """What steers a relabelling round's bursts for one episode (an imitation learner, built by the collector)."""
+
+    def observe(self, env: PushTWrapper) -> None:
+        """See the current state; called on every step, bursts or not, so a frame history runs all along."""
+
+    def restart(self) -> None:
+        """A burst starts: plan afresh from the current state."""
+
+    def target(self) -> np.ndarray:
+        """The next PD target to execute (env units)."""
+
+
+DriverFactory = Callable[[int], BurstDriver]  # episode seed -> that episode's driver
 
 
 @dataclass(frozen=True)
@@ -53,11 +66,6 @@ class Perturbation:
             return f"--clean-share must be in [0, 1], got {self.clean_share}"
         if self.learner is not None and self.noise > 0:
             return "--burst-noise and --burst-learner exclude each other; a burst is noise or the learner's"
-        if self.learner is not None:
-            try:
-                load_learner(self.learner)
-            except (OSError, ValueError) as err:
-                return f"--burst-learner: {err}"
         return None
 
 
@@ -99,11 +107,8 @@ class PerturbedRollout:
     """One episode's actor: executes the (possibly perturbed) action, records the clean label and the mark."""
 
     def __init__(self, settings: Perturbation, env: PushTWrapper, policy: Policy, seed: int,
-                 learner: ChunkPolicy | None = None) -> None:
-        self.settings, self.env, self.policy, self.learner = settings, env, policy, learner
-        if learner is not None:
-            self.controller = ChunkedController(learner.config.n_obs, settings.learner_exec)
-            self.learner_noise = torch.Generator().manual_seed(seed)
+                 driver: BurstDriver | None = None) -> None:
+        self.settings, self.env, self.policy, self.driver = settings, env, policy, driver
         self.rng = np.random.default_rng([2, seed])  # seeded by the episode, a stream apart from --action-noise's
         self.perturbed = bool(self.rng.random() >= settings.clean_share)
         self.burst_left = 0
@@ -113,23 +118,21 @@ class PerturbedRollout:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         clean = self.policy(obs)
         env, settings = self.env, self.settings
-        if self.learner is not None:  # the learner's frame history runs all along, as in its evaluation
-            self.controller.observe(self.learner.frame(env.unwrapped))
+        if self.driver is not None:
+            self.driver.observe(env)
         if self.perturbed and self.burst_left == 0 and env.at_decision:
             k = env.options.decision_steps
             if self.rng.random() < k / settings.burst_gap:
                 self.burst_left = -(-settings.burst_steps // k) * k  # whole decisions: it ends where one starts
-                if self.learner is not None:
-                    self.controller.queue.clear()  # a burst starts from a fresh prediction
+                if self.driver is not None:
+                    self.driver.restart()
         self.labels.add(clean)
         self.imitate.append(self.burst_left == 0)
         if self.burst_left == 0:
             return clean
         self.burst_left -= 1
-        if self.learner is not None:
-            if not self.controller.queue:
-                self.controller.enqueue(self.learner.predict(self.controller.stacked()[None], self.learner_noise)[0])
-            env.force_target(self.controller.next_target())
+        if self.driver is not None:
+            env.force_target(self.driver.target())
             return clean
         noisy = clean + settings.noise * self.rng.standard_normal(clean.shape)
         return np.clip(noisy, -1.0, 1.0).astype(np.float32)

@@ -1,5 +1,6 @@
-"""Read any PushT demonstration dataset into one shape: this project's LeRobot v3.0 and zarr datasets, and Diffusion
-Policy replay zarrs such as the human reference (`pusht_cchi_v7_replay.zarr` layout).
+"""Read any PushT demonstration dataset into one shape: every format this project writes (LeRobot v3.0 and v2.1,
+zarr, RLDS; datasets_io/formats.py), and Diffusion Policy replay zarrs such as the human reference
+(`pusht_cchi_v7_replay.zarr` layout).
 
 Every format yields, per episode, the agent position, the PD target sent (the action) and the block's 8 corner
 keypoints of gym-pusht (`block_keypoints`) in env units, frame t being the state before action t. LeRobot stores
@@ -9,19 +10,17 @@ identical observations whatever the format.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import zarr
 
-from datasets_io import lerobot_writer
+from datasets_io import formats, lerobot_writer, zarr_writer
 
 # gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
 BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
                          dtype=np.float64)
-FORMATS = ("lerobot", "zarr")
 
 
 class DatasetFormatError(ValueError):
@@ -66,43 +65,33 @@ def pose_from_keypoints(keypoints: np.ndarray) -> np.ndarray:
     return np.array([origin[0], origin[1], np.arctan2(axis[1], axis[0])])
 
 
-def detect_format(path: Path) -> tuple[str, Path] | None:
-    """("lerobot" | "zarr", the dataset root), or None. `--format both` folders are read through their LeRobot part."""
-    if (path / "meta" / "info.json").is_file():
-        return "lerobot", path
-    if all((path / part).exists() for part in (".zgroup", "data/action", "data/state", "meta/episode_ends")):
-        return "zarr", path
-    for fmt in FORMATS:
-        if (path / fmt).is_dir() and detect_format(path / fmt) == (fmt, path / fmt):
-            return fmt, path / fmt
-    return None
-
-
-def _read_lerobot(root: Path) -> list[Demonstration]:
+def _read_named(root: Path, fmt: str, images: bool) -> list[Demonstration]:
+    """A LeRobot (v3.0 / v2.1) or RLDS dataset: their readers yield the LeRobot feature names."""
     return [Demonstration(agent_pos=frames["observation.state"].astype(np.float64),
                           action=frames["action"].astype(np.float64),
                           keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
                           success=bool(row["success"]) if "success" in row else None,
-                          seed=int(row["seed"]) if "seed" in row else None,
+                          seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
                           imitate=(frames[lerobot_writer.IMITATE_KEY].astype(bool).reshape(-1)
                                    if lerobot_writer.IMITATE_KEY in frames else None))
-            for row, frames in lerobot_writer.iter_episodes(root)]
+            for row, frames in formats.FORMATS[fmt].iter_episodes(root, images)]
 
 
 def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
+    """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference)."""
     group = zarr.open_group(str(root), mode="r")
-    state = group["data"]["state"][:].astype(np.float64)
-    action = group["data"]["action"][:].astype(np.float64)
-    meta = group["meta"]
-    ends = meta["episode_ends"][:]
-    seeds = meta["episode_seed"][:] if "episode_seed" in meta else None
-    imitate = group["data"]["imitate"][:].astype(bool) if "imitate" in group["data"] else None
-    successes = meta["episode_success"][:] if "episode_success" in meta else None
+    data, meta = group["data"], group["meta"]
+    state = zarr_writer.read_array(data["state"]).astype(np.float64)
+    action = zarr_writer.read_array(data["action"]).astype(np.float64)
+    ends = zarr_writer.read_array(meta["episode_ends"])
+    seeds = zarr_writer.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
+    imitate = zarr_writer.read_array(data["imitate"]).astype(bool) if "imitate" in data else None
+    successes = zarr_writer.read_array(meta["episode_success"]) if "episode_success" in meta else None
     episodes, start = [], 0
     for e, end in enumerate(ends):
         window = slice(start, int(end))
         # DP stores float32 0-255; one episode at a time keeps the peak memory at the uint8 copy
-        image = np.round(group["data"]["img"][window]).astype(np.uint8) if images else None
+        image = np.round(zarr_writer.read_array(data["img"], window)).astype(np.uint8) if images else None
         episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
                                       keypoints=keypoints_from_pose(state[window, 2:5]),
                                       success=None if successes is None else bool(successes[e]),
@@ -113,27 +102,20 @@ def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
 
 
 def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, list[Demonstration]]:
-    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones.
-
-    `images=True` also reads the 96×96 renders, from zarr datasets (a `--format both` folder through its zarr part).
-    """
+    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones or a
+    file of it is damaged (the message names the file). `images=True` also reads the renders."""
     path = Path(path)
-    found = detect_format(path) if path.is_dir() else None
-    if found is None:
-        raise DatasetFormatError(f"{str(path)!r} is not a LeRobot v3.0 dataset (meta/info.json) or a Diffusion Policy "
-                                 f"zarr (data/action, meta/episode_ends); pass a folder written by collect_dataset.py "
-                                 f"or a replay zarr")
-    fmt, root = found
-    if images and fmt == "lerobot":
-        if (path / "zarr").is_dir():
-            return read_demonstrations(path / "zarr", images=True)
-        raise DatasetFormatError(f"{str(root)!r} is a LeRobot dataset; the image learner reads images from zarr "
-                                 f"datasets: collect with --format zarr or --format both")
+    found = formats.find(path) if path.is_dir() else {}
+    if not found:
+        raise DatasetFormatError(f"{str(path)!r} is not a dataset of a known format (LeRobot v3.0 / v2.1: "
+                                 f"meta/info.json, zarr: data/action + meta/episode_ends, RLDS: dataset_info.json); "
+                                 f"pass a folder written by collect_dataset.py or a replay zarr")
+    fmt, root = ("zarr", found["zarr"]) if images and "zarr" in found else next(iter(found.items()))
     try:
-        episodes = _read_lerobot(root) if fmt == "lerobot" else _read_zarr(root, images)
-    except (OSError, KeyError, ValueError, json.JSONDecodeError) as err:
-        raise DatasetFormatError(f"{str(root)!r} looks like a {fmt} dataset but cannot be read "
-                                 f"({type(err).__name__}: {err})") from None
+        episodes = _read_zarr(root, images) if fmt == "zarr" else _read_named(root, fmt, images)
+    except (OSError, KeyError, ValueError, RuntimeError) as err:
+        raise DatasetFormatError(f"{str(root)!r} is a damaged {formats.FORMATS[fmt].title} dataset: {err}; "
+                                 f"re-collect it (or restore it from a copy)") from None
     if not episodes:
         raise DatasetFormatError(f"{str(root)!r} holds no episodes")
     return fmt, root, episodes

@@ -1,34 +1,39 @@
 """Replay every recorded episode from its seed and actions and compare the simulation with what was stored.
 
-Checked per frame: the states before each action (LeRobot: agent position and the 16 keypoint coordinates, reward
-and success after the action; zarr: the 5-dim state, DP's 9 keypoints, contact counts). Checked per episode: the
-success flag, and that the episode ends exactly where it should (at its first success, else at the step limit).
-Perturbed collections replay from the executed targets, and their labels must equal them on every frame not marked
-off; given the demonstrator (`labels_of`), every label is also recomputed along the replay and compared, the burst
-frames' included. Images are not compared (video is lossy). Values are stored as float32, so a faithful episode
-differs by ~1e-5 env units.
+Checked per frame: the states before each action (LeRobot v3.0 / v2.1 and RLDS: agent position and the 16 keypoint
+coordinates, reward and success after the action; zarr: the 5-dim state, DP's 9 keypoints, contact counts), and the
+image: every video or image decodes, holds one frame per step, and each frame matches a re-render of the replayed
+state (lossless formats exactly; video within `VIDEO_TOLERANCE`). Checked per episode: the success flag, and that
+the episode ends exactly where it should (at its first success, else at the step limit). Perturbed collections
+replay from the executed targets, and their labels must equal them on every frame not marked off; given the
+demonstrator (`labels_of`), every label is also recomputed along the replay and compared, the burst frames'
+included. Values are stored as float32, so a faithful episode differs by ~1e-5 env units.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
-from datasets_io import lerobot_writer, zarr_writer
+from datasets_io import lerobot_writer
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
+from datasets_io.formats import FORMATS
 
 TOLERANCE = 1e-3
 
-EpisodeSource = Callable[[Path], Iterator[tuple[dict, dict[str, np.ndarray]]]]
 LabelSource = Callable[[int, np.ndarray], np.ndarray]  # (seed, executed targets) -> the demonstrator's labels
+# Mean |difference| over a frame's pixels, in 0-255 levels, between a decoded video frame and the re-render: the
+# codecs' own error stays below 2 (measured in docs/experiments.md), while a frame of the wrong step or episode,
+# or a damaged frame, is off by far more.
+VIDEO_TOLERANCE = 4.0
 
 
-def _lerobot_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _named_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"observation.state": sim["agent_pos"], "observation.environment_state": sim["keypoints"],
             "next.reward": sim["reward"], "next.success": sim["is_success"]}
 
@@ -36,12 +41,6 @@ def _lerobot_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _zarr_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"state": np.concatenate([sim["agent_pos"], sim["block_pose"]], axis=1),
             "keypoint": dp_keypoints(sim["block_pose"]), "n_contacts": sim["n_contacts"][:, None]}
-
-
-FORMATS: dict[str, tuple[EpisodeSource, Callable[[dict], dict]]] = {
-    "lerobot": (lerobot_writer.iter_episodes, _lerobot_expected),
-    "zarr": (zarr_writer.iter_episodes, _zarr_expected),
-}
 
 
 def _executed(recorded: dict[str, np.ndarray]) -> np.ndarray:
@@ -68,19 +67,39 @@ class Report:
         return f"{self.episodes} episodes, {self.frames} frames; max |error|: {errors}"
 
 
+def _check_images(report: Report, name: str, stored: np.ndarray, rendered: np.ndarray, tolerance: float) -> None:
+    if len(stored) != len(rendered):
+        report.mismatches.append(f"{name}: {len(stored)} image frames decode, the episode has {len(rendered)} "
+                                 f"steps")
+        return
+    if stored.shape[1:] != rendered.shape[1:]:
+        report.mismatches.append(f"{name}: images are {stored.shape[1:]}, the collection renders {rendered.shape[1:]}")
+        return
+    error = np.abs(stored.astype(np.int16) - rendered.astype(np.int16)).mean(axis=(1, 2, 3))
+    report.max_error["image"] = max(report.max_error.get("image", 0.0), float(error.max(initial=0.0)))
+    if error.max(initial=0.0) > tolerance:
+        frame = int(np.argmax(error > tolerance))
+        report.mismatches.append(f"{name}: image frame {frame} differs from the re-rendered state by "
+                                 f"{error[frame]:.3g} levels on average (tolerance {tolerance})")
+
+
 def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
-    """Replay each episode of the `fmt` ("lerobot" or "zarr") dataset at `root` in `env` (a PushT make_env);
-    `max_steps` is the collection's step limit, where every failed episode must end. With `labels_of`, a perturbed
-    episode's labels must be the ones it recomputes."""
-    episodes, expected_of = FORMATS[fmt]
+    """Replay each episode of the `fmt` dataset at `root` in `env` (a PushT make_env rendering at the collection's
+    image size); `max_steps` is the collection's step limit, where every failed episode must end. With
+    `labels_of`, a perturbed episode's labels must be the ones it recomputes. Damaged files raise ValueError or
+    OSError naming the file."""
+    dataset = FORMATS[fmt]
+    expected_of = _zarr_expected if fmt == "zarr" else _named_expected
+    tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()
-    for facts, recorded in episodes(root):
+    for facts, recorded in dataset.iter_episodes(root, True):
         name = f"episode {facts['episode_index']} (seed {facts['seed']})"
         if len(recorded["action"]) != facts["length"]:
             report.mismatches.append(f"{name}: {len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
         executed = _executed(recorded)
-        sim = replay(env, facts["seed"], executed)
+        sim = replay(env, facts["seed"], executed, render=True)
+        _check_images(report, name, recorded["image"], sim["image"], tolerance)
         if executed is not recorded["action"]:
             clean = _imitate(recorded)
             if not np.array_equal(recorded["action"][clean], executed[clean]):

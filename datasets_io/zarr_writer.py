@@ -62,7 +62,8 @@ def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
 class ZarrWriter:
     """Appends episodes to a new or existing replay-buffer zarr; `close` records the collection attributes."""
 
-    def __init__(self, root: Path, image_size: int, perturbed: bool = False) -> None:
+    def __init__(self, root: Path, image_size: int, use_video: bool = False, perturbed: bool = False) -> None:
+        del use_video  # the formats' shared signature; a replay zarr always holds raw frames
         # Threaded Blosc stores its blocks in completion order: same data, different bytes from run to run.
         numcodecs.blosc.use_threads = False
         self.group = zarr.open_group(str(root), mode="a")
@@ -94,19 +95,55 @@ def write_quality(root: Path, quality: dict) -> None:
     zarr.open_group(str(root), mode="a").attrs["quality"] = quality
 
 
+def is_dataset(root: Path) -> bool:
+    return all((root / part).exists() for part in (".zgroup", "data/action", "data/state", "meta/episode_ends"))
+
+
 def read_collection(root: Path) -> dict:
     return dict(zarr.open_group(str(root), mode="r").attrs["collection"])
 
 
-def iter_episodes(root: Path) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
-    """(per-episode facts, per-frame low-dimensional arrays) for every episode, for verification."""
+def read_array(array: zarr.Array, selection: slice = slice(None)) -> np.ndarray:
+    """`array[selection]`; a chunk that does not decode raises ValueError naming its file (e.g. data/img/3.0.0.0)."""
+    try:
+        return array[selection]
+    except (ValueError, RuntimeError, OSError, TypeError) as err:
+        chunk = array.chunks[0]
+        first, last = selection.indices(array.shape[0])[:2]
+        for n in range(first // chunk, -(-last // chunk)):
+            try:
+                array[n * chunk:(n + 1) * chunk]
+            except (ValueError, RuntimeError, OSError, TypeError):
+                key = ".".join([str(n)] + ["0"] * (array.ndim - 1))
+                raise ValueError(f"{array.path}/{key}: the chunk does not decode ({err})") from None
+        raise ValueError(f"{array.path}: cannot be read ({err})") from None
+
+
+def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
+    uint8 under "image" (read one episode at a time)."""
     group = zarr.open_group(str(root), mode="r")
-    meta = {name: group["meta"][name][:] for name in META}
+    meta = {name: read_array(group["meta"][name]) for name in META}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
-    data = {name: group["data"][name][:] for name in names}
+    data = {name: read_array(group["data"][name]) for name in names}
+    if meta["episode_ends"][-1] != len(data["action"]):
+        raise ValueError(f"meta/episode_ends ends at {meta['episode_ends'][-1]}, data/action holds "
+                         f"{len(data['action'])} frames")
     start = 0
     for e, end in enumerate(meta["episode_ends"]):
         facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),
                  "length": int(end - start)}
-        yield facts, {name: values[start:end] for name, values in data.items()}
+        episode = {name: values[start:end] for name, values in data.items()}
+        if images:
+            episode["image"] = np.round(read_array(group["data"]["img"], slice(start, int(end)))).astype(np.uint8)
+        yield facts, episode
         start = int(end)
+
+
+def check_appendable(root: Path) -> None:
+    """Read the last chunk of every array, the one the next append rewrites: ValueError naming a damaged one."""
+    group = zarr.open_group(str(root), mode="r")
+    for part in ("data", "meta"):
+        for _, array in group[part].arrays():
+            if array.shape[0]:
+                read_array(array, slice((array.shape[0] - 1) // array.chunks[0] * array.chunks[0], None))

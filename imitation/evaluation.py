@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import torch
 from tqdm import tqdm
@@ -41,6 +42,27 @@ class ChunkedController:
 
     def next_target(self) -> np.ndarray:
         return np.clip(self.queue.popleft(), 0.0, BOARD_SIZE)
+
+
+class LearnerBursts:
+    """A relabelling round's burst driver (datasets_io.perturbation.BurstDriver): the learner steers with its chunks,
+    `exec_horizon` targets per prediction, its frame history running all along as in its evaluation."""
+
+    def __init__(self, learner: ChunkPolicy, exec_horizon: int, seed: int) -> None:
+        self.learner = learner
+        self.controller = ChunkedController(learner.config.n_obs, exec_horizon)
+        self.noise = torch.Generator().manual_seed(seed)
+
+    def observe(self, env: gym.Env) -> None:
+        self.controller.observe(self.learner.frame(env.unwrapped))
+
+    def restart(self) -> None:
+        self.controller.queue.clear()
+
+    def target(self) -> np.ndarray:
+        if not self.controller.queue:
+            self.controller.enqueue(self.learner.predict(self.controller.stacked()[None], self.noise)[0])
+        return self.controller.next_target()
 
 
 def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int], sample_seed: int = 0,

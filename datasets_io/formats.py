@@ -1,0 +1,74 @@
+"""The dataset formats behind one interface, and where each lives in a collection folder.
+
+Every format is a writer/reader pair in its own module: a `Writer(root, image_size, use_video, perturbed)` with
+`add(episode)` and `close(collection)`, and `is_dataset`, `read_collection`, `write_quality` and
+`iter_episodes(root, images)`, which yields (episode facts, per-frame arrays) in episode order. One format is
+written at the folder itself; several go to `DIR/<name>/`, all from the same rollouts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from datasets_io import lerobot_v21, lerobot_writer, rlds, zarr_writer
+from datasets_io.episode import EpisodeData
+
+
+class Writer(Protocol):
+    def add(self, ep: EpisodeData) -> None: ...
+
+    def close(self, collection: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class DatasetFormat:
+    name: str
+    title: str  # what it is, for messages
+    writer: Callable[[Path, int, bool, bool], Writer]
+    is_dataset: Callable[[Path], bool]
+    read_collection: Callable[[Path], dict]
+    write_quality: Callable[[Path, dict], None]
+    iter_episodes: Callable[[Path, bool], Iterator[tuple[dict, dict[str, np.ndarray]]]]
+    lossy_video: Callable[[Path], bool]  # whether its frames went through a video codec
+
+
+FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
+    DatasetFormat("lerobot", "LeRobot v3.0", lerobot_writer.LeRobotWriter, lerobot_writer.is_dataset,
+                  lerobot_writer.read_collection, lerobot_writer.write_quality, lerobot_writer.iter_episodes,
+                  lambda root: lerobot_writer.read_json(root, lerobot_writer.INFO_PATH)["video_path"] is not None),
+    DatasetFormat("lerobot-v2.1", "LeRobot v2.1", lerobot_v21.Writer, lerobot_v21.is_dataset,
+                  lerobot_v21.read_collection, lerobot_v21.write_quality, lerobot_v21.iter_episodes,
+                  lambda root: lerobot_writer.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None),
+    DatasetFormat("zarr", "Diffusion Policy zarr", zarr_writer.ZarrWriter, zarr_writer.is_dataset,
+                  zarr_writer.read_collection, zarr_writer.write_quality, zarr_writer.iter_episodes,
+                  lambda root: False),
+    DatasetFormat("rlds", "RLDS (TFDS)", rlds.Writer, rlds.is_dataset, rlds.read_collection, rlds.write_quality,
+                  rlds.iter_episodes, lambda root: False),
+)}
+BOTH = ("lerobot", "zarr")  # what `--format both` stands for
+
+
+def detect(path: Path) -> str | None:
+    """The format of the dataset at `path` itself, or None."""
+    try:
+        return next((f.name for f in FORMATS.values() if f.is_dataset(path)), None)
+    except (OSError, ValueError):  # an unreadable info.json: a damaged dataset of that format
+        return next((name for name, marker in (("lerobot", lerobot_writer.INFO_PATH), ("rlds", rlds.INFO_PATH))
+                    if (path / marker).exists()), None)
+
+
+def layout(path: Path, names: Sequence[str]) -> dict[str, Path]:
+    """Where each format goes: `path` itself for one, `path/<name>` for several."""
+    return {names[0]: path} if len(names) == 1 else {name: path / name for name in names}
+
+
+def find(path: Path) -> dict[str, Path]:
+    """Every dataset of a collection folder, by format: `path` itself, or its `<format>` sub-folders."""
+    if (name := detect(path)) is not None:
+        return {name: path}
+    return {name: path / name for name in FORMATS if (path / name).is_dir() and detect(path / name) == name}

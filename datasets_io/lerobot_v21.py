@@ -1,0 +1,203 @@
+"""LeRobot dataset v2.1 on disk, the layout lerobot 0.3.3 writes and reads, the one openpi (π0 / π0.5) and
+Isaac-GR00T train on; written with pyarrow and PyAV only.
+
+    meta/info.json                 codebase_version "v2.1", totals (episodes, frames, tasks, videos, chunks), paths
+    meta/episodes.jsonl            one line per episode: episode_index, tasks, length, and this project's seed,
+                                   success, max_coverage
+    meta/tasks.jsonl               {"task_index": 0, "task": ...}
+    meta/episodes_stats.jsonl      per-episode min/max/mean/std/count of every feature (what lerobot 0.3.3 reads)
+    meta/stats.json                the same aggregated
+    meta/modality.json             Isaac-GR00T's schema: state / action slices, the video key, the annotation
+    meta/collection.json           how the episodes were collected (collect_dataset.py)
+    data/chunk-XXX/episode_XXXXXX.parquet
+                                   one per episode: the v3.0 features (same names and values), plus
+                                   `annotation.human.action.task_description` (the task index, GR00T's column)
+    videos/chunk-XXX/observation.image/episode_XXXXXX.mp4
+                                   one per episode, H.264 yuv420p, 10 fps, a keyframe every 2 frames
+
+H.264, not v3.0's AV1: GR00T's loaders decode with decord, torchcodec or PyAV, and decord builds have no AV1
+decoder; every one of them, and lerobot 0.3.3's PyAV and torchcodec paths, decodes H.264. With
+`use_video=False` the frames are PNGs in the parquet (feature dtype "image"). Every file of an episode is new, and
+the jsonl / JSON metadata is rewritten whole (by rename) when the writer closes, so a resumed collection never edits
+an existing file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from datasets_io import lerobot_stats
+from datasets_io import lerobot_writer as v3
+from datasets_io.episode import FPS, TASK, EpisodeData
+from sac.checkpoint import atomic_write_bytes
+
+CODEBASE_VERSION = "v2.1"
+CHUNKS_SIZE = 1000
+DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
+VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
+INFO_PATH = "meta/info.json"
+EPISODES_PATH = "meta/episodes.jsonl"
+TASKS_PATH = "meta/tasks.jsonl"
+EPISODES_STATS_PATH = "meta/episodes_stats.jsonl"
+STATS_PATH = "meta/stats.json"
+MODALITY_PATH = "meta/modality.json"
+COLLECTION_PATH = "meta/collection.json"
+QUALITY_PATH = "meta/quality.json"
+ANNOTATION_KEY = "annotation.human.action.task_description"
+VIDEO_CODECS = (("libx264", {"g": "2", "crf": "18", "preset": "veryfast"}),)
+V21_STATS = ("min", "max", "mean", "std", "count")  # what lerobot 0.3.3 aggregates
+
+
+def features(image_size: int, use_video: bool, perturbed: bool) -> dict:
+    """v3.0's features (same names, shapes, dtypes) plus GR00T's task-description column."""
+    out = v3.features(image_size, use_video, perturbed)
+    out[ANNOTATION_KEY] = {"dtype": "int64", "shape": [1], "names": None}
+    return out
+
+
+def modality() -> dict:
+    """meta/modality.json: where GR00T finds state, action, video and the language annotation.
+
+    State slices index `observation.state` (agent x, y) and, through `original_key`, the 16 block keypoint
+    coordinates of `observation.environment_state`; the action is the PD target.
+    """
+    return {"state": {"agent_pos": {"start": 0, "end": 2},
+                      "block_keypoints": {"start": 0, "end": 16, "original_key": "observation.environment_state"}},
+            "action": {"target_xy": {"start": 0, "end": 2}},
+            "video": {"image": {"original_key": v3.IMAGE_KEY}},
+            "annotation": {"human.action.task_description": {}}}
+
+
+def _chunk(episode_index: int) -> int:
+    return episode_index // CHUNKS_SIZE
+
+
+def data_path(episode_index: int) -> str:
+    return DATA_PATH.format(episode_chunk=_chunk(episode_index), episode_index=episode_index)
+
+
+def video_path(episode_index: int) -> str:
+    return VIDEO_PATH.format(episode_chunk=_chunk(episode_index), video_key=v3.IMAGE_KEY,
+                             episode_index=episode_index)
+
+
+def _jsonl(path: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise ValueError(f"meta/{path.name}: not valid JSON lines ({err})") from None
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write_bytes(path, "".join(json.dumps(row) + "\n" for row in rows).encode())
+
+
+def _stats_json(stats: dict[str, lerobot_stats.Stats]) -> dict:
+    return lerobot_stats.to_json({key: {name: feature[name] for name in V21_STATS} for key, feature in stats.items()})
+
+
+class Writer:
+    """Appends episodes to a new or existing LeRobot v2.1 directory; `close` writes the metadata, info.json last."""
+
+    def __init__(self, root: Path, image_size: int, use_video: bool, perturbed: bool = False) -> None:
+        self.root = root
+        self.use_video = use_video
+        self.image_size = image_size
+        if (root / INFO_PATH).exists():  # resuming
+            self.info = v3.read_json(root, INFO_PATH)
+            self.episodes = _jsonl(root / EPISODES_PATH)
+            self.episodes_stats = _jsonl(root / EPISODES_STATS_PATH)
+            self.stats = [lerobot_stats.from_json(item["stats"]) for item in self.episodes_stats]
+        else:
+            self.info = {"codebase_version": CODEBASE_VERSION, "robot_type": None, "total_episodes": 0,
+                         "total_frames": 0, "total_tasks": 0, "total_videos": 0, "total_chunks": 0,
+                         "chunks_size": CHUNKS_SIZE, "fps": FPS, "splits": {}, "data_path": DATA_PATH,
+                         "video_path": VIDEO_PATH if use_video else None,
+                         "features": features(image_size, use_video, perturbed)}
+            self.episodes, self.episodes_stats, self.stats = [], [], []
+
+    def add(self, ep: EpisodeData) -> None:
+        index = len(self.episodes)
+        first = sum(row["length"] for row in self.episodes)
+        columns = v3.frame_columns(ep, index, first)
+        columns[ANNOTATION_KEY] = np.zeros(ep.length, dtype=np.int64)
+        arrays = {key: v3.fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
+        if not self.use_video:
+            arrays = {v3.IMAGE_KEY: v3.png_images(ep.image), **arrays}
+        path = self.root / data_path(index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(arrays), path, compression="snappy")
+        if self.use_video:
+            video = v3.VideoFile(self.root / video_path(index), self.image_size, VIDEO_CODECS)
+            video.write(ep.image)
+            video.close()
+        stats = {v3.IMAGE_KEY: lerobot_stats.image_stats(ep.image),
+                 **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
+        self.stats.append(stats)
+        self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
+                              "success": ep.success, "max_coverage": ep.max_coverage})
+        self.episodes_stats.append({"episode_index": index, "stats": _stats_json(stats)})
+
+    def close(self, collection: dict) -> None:
+        if not self.episodes:
+            return
+        info = self.info
+        info["total_episodes"] = len(self.episodes)
+        info["total_frames"] = sum(row["length"] for row in self.episodes)
+        info["total_tasks"] = 1
+        info["total_chunks"] = _chunk(len(self.episodes) - 1) + 1
+        info["total_videos"] = len(self.episodes) if self.use_video else 0
+        info["splits"] = {"train": f"0:{info['total_episodes']}"}
+        if self.use_video and "info" not in info["features"][v3.IMAGE_KEY]:
+            info["features"][v3.IMAGE_KEY]["info"] = v3.video_info(self.root / video_path(0))
+        _write_jsonl(self.root / EPISODES_PATH, self.episodes)
+        _write_jsonl(self.root / EPISODES_STATS_PATH, self.episodes_stats)
+        _write_jsonl(self.root / TASKS_PATH, [{"task_index": 0, "task": TASK}])
+        v3.write_json(self.root / STATS_PATH, _stats_json(lerobot_stats.aggregate(self.stats)))
+        v3.write_json(self.root / MODALITY_PATH, modality())
+        v3.write_json(self.root / COLLECTION_PATH, collection)
+        v3.write_json(self.root / INFO_PATH, info)
+
+
+def is_dataset(root: Path) -> bool:
+    return (root / INFO_PATH).is_file() and v3.read_json(root, INFO_PATH).get("codebase_version") == CODEBASE_VERSION
+
+
+def read_collection(root: Path) -> dict:
+    return v3.read_json(root, COLLECTION_PATH)
+
+
+def write_quality(root: Path, quality: dict) -> None:
+    v3.write_json(root / QUALITY_PATH, quality)
+
+
+def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(episode line, per-frame arrays under the v3.0 names) for every episode; with `images`, the decoded frames
+    under "image" (a short video gives fewer frames)."""
+    info = v3.read_json(root, INFO_PATH)
+    columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success",
+               "episode_index"] + [key for key in (v3.EXECUTED_KEY, v3.IMITATE_KEY) if key in info["features"]]
+    use_video = info["features"][v3.IMAGE_KEY]["dtype"] == "video"
+    for row in _jsonl(root / EPISODES_PATH):
+        index = row["episode_index"]
+        wanted = columns + ([v3.IMAGE_KEY] if images and not use_video else [])
+        table = v3.read_parquet(root, data_path(index), wanted)
+        episode = {name: v3.column_numpy(table.column(name)) for name in columns}
+        if not (episode["episode_index"] == index).all():
+            raise ValueError(f"{data_path(index)}: holds frames of another episode")
+        if images:
+            if use_video:
+                try:
+                    episode["image"] = v3.decode_video(root / video_path(index))
+                except (OSError, ValueError, av.FFmpegError) as err:
+                    raise ValueError(f"{video_path(index)}: the video does not decode ({err})") from None
+            else:
+                episode["image"] = v3.decode_pngs(table.column(v3.IMAGE_KEY))
+        yield row, episode

@@ -1,0 +1,211 @@
+"""RLDS as a TFDS builder directory, the format OpenVLA, OpenVLA-OFT and Octo train on, written without TensorFlow.
+
+    dataset_info.json                      name, version, the train split's shard lengths (what TFDS reads)
+    features.json                          the FeaturesDict below, as TFDS serializes it
+    pusht_sac-train.tfrecord-NNNNN-of-MMMMM
+                                           one tf.train.Example per episode, keys flattened ("steps/action", ...)
+    collection.json, quality.json          this project's collection record and motion statistics (TFDS ignores them)
+
+Read with `tfds.builder_from_directory(DIR).as_dataset(split="train")`: one element per episode with
+`episode_metadata` (seed, success, max_coverage, episode_index) and `steps`, each step holding
+`observation/image` (PNG, lossless: the frames equal the zarr dump's), `observation/state` (agent x, y),
+`observation/environment_state` (the 16 block keypoint coordinates), `action` (the PD target, env units),
+`reward` (raw), `discount` (1), `is_first`, `is_last`, `is_terminal` (the last step of a successful episode) and
+`language_instruction`. Perturbed collections add `action_executed` and `imitate` per step. Step t is the frame
+before action t, as in every other format here. Episodes stay in seed order (no TFDS shuffle). A resumed
+collection adds shards; the shard names carry the total, so existing shards are renamed (never edited) on close.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import imageio.v3 as iio
+import numpy as np
+
+from datasets_io import lerobot_writer, tfrecord
+from datasets_io.episode import TASK, EpisodeData
+from datasets_io.lerobot_writer import read_json
+from sac.checkpoint import atomic_write_bytes
+
+NAME = "pusht_sac"
+VERSION = "1.0.0"
+SHARD_MB = 200
+INFO_PATH = "dataset_info.json"
+FEATURES_PATH = "features.json"
+COLLECTION_PATH = "collection.json"
+QUALITY_PATH = "quality.json"
+SHARD_GLOB = f"{NAME}-train.tfrecord-*-of-*"
+EXECUTED_KEY, IMITATE_KEY = "action_executed", "imitate"
+
+
+def _tensor(shape: tuple[int, ...], dtype: str) -> dict:
+    class_name = "scalar.Scalar" if not shape else "tensor_feature.Tensor"
+    return {"pythonClassName": f"tensorflow_datasets.core.features.{class_name}",
+            "tensor": {"shape": {"dimensions": [str(d) for d in shape]} if shape else {}, "dtype": dtype,
+                       "encoding": "none"}}
+
+
+def _features_dict(features: dict) -> dict:
+    return {"pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
+            "featuresDict": {"features": features}}
+
+
+def features_json(image_size: int, perturbed: bool) -> dict:
+    """features.json: TFDS's serialized FeaturesDict for this dataset."""
+    image = {"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
+             "image": {"shape": {"dimensions": [str(image_size), str(image_size), "3"]}, "dtype": "uint8",
+                       "encodingFormat": "png"}}
+    observation = _features_dict({"image": image, "state": _tensor((2,), "float32"),
+                                  "environment_state": _tensor((16,), "float32")})
+    step = {"observation": observation, "action": _tensor((2,), "float32"), "reward": _tensor((), "float32"),
+            "discount": _tensor((), "float32"), "is_first": _tensor((), "bool"), "is_last": _tensor((), "bool"),
+            "is_terminal": _tensor((), "bool"),
+            "language_instruction": {"pythonClassName": "tensorflow_datasets.core.features.text_feature.Text",
+                                     "text": {}}}
+    if perturbed:
+        step.update({EXECUTED_KEY: _tensor((2,), "float32"), IMITATE_KEY: _tensor((), "bool")})
+    steps = {"pythonClassName": "tensorflow_datasets.core.features.dataset_feature.Dataset",
+             "sequence": {"feature": _features_dict(step), "length": "-1"}}
+    metadata = _features_dict({"seed": _tensor((), "int64"), "success": _tensor((), "bool"),
+                               "max_coverage": _tensor((), "float32"), "episode_index": _tensor((), "int64")})
+    return _features_dict({"steps": steps, "episode_metadata": metadata})
+
+
+def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
+    """One episode as a serialized tf.train.Example, keys flattened the way TFDS stores a Dataset feature."""
+    last = np.zeros(ep.length, dtype=bool)
+    last[-1] = True
+    features: dict[str, tfrecord.Feature] = {
+        "steps/observation/image": [iio.imwrite("<bytes>", image, extension=".png") for image in ep.image],
+        "steps/observation/state": ep.agent_pos,
+        "steps/observation/environment_state": ep.keypoints,
+        "steps/action": ep.action,
+        "steps/reward": ep.reward,
+        "steps/discount": np.ones(ep.length, dtype=np.float32),
+        "steps/is_first": np.arange(ep.length) == 0,
+        "steps/is_last": last,
+        "steps/is_terminal": last & ep.success,
+        "steps/language_instruction": [TASK.encode()] * ep.length,
+        "episode_metadata/seed": np.array([ep.seed]),
+        "episode_metadata/success": np.array([ep.success]),
+        "episode_metadata/max_coverage": np.array([ep.max_coverage], dtype=np.float32),
+        "episode_metadata/episode_index": np.array([episode_index]),
+    }
+    if ep.executed is not None:
+        features.update({f"steps/{EXECUTED_KEY}": ep.executed, f"steps/{IMITATE_KEY}": ep.imitate})
+    return tfrecord.encode_example(features)
+
+
+def shard_name(index: int, total: int) -> str:
+    return f"{NAME}-train.tfrecord-{index:05d}-of-{total:05d}"
+
+
+def _write_json(path: Path, data: dict) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+def shards(root: Path) -> list[Path]:
+    """The train shards in order, as dataset_info.json lists them."""
+    info = read_json(root, INFO_PATH)
+    lengths = info["splits"][0]["shardLengths"]
+    return [root / shard_name(n, len(lengths)) for n in range(len(lengths))]
+
+
+class Writer:
+    """Appends episodes to a new or existing RLDS directory; `close` names the shards and writes the metadata."""
+
+    def __init__(self, root: Path, image_size: int, use_video: bool = True, perturbed: bool = False) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
+        self.features = features_json(image_size, perturbed)
+        self.old = shards(root) if (root / INFO_PATH).exists() else []
+        self.lengths = [int(n) for n in read_json(root, INFO_PATH)["splits"][0]["shardLengths"]] if self.old else []
+        self.bytes = int(read_json(root, INFO_PATH)["splits"][0]["numBytes"]) if self.old else 0
+        self.episodes = sum(self.lengths)
+        self.new: list[Path] = []  # shards of this run, under temporary names until close
+        self._handle = None
+        self._shard_bytes = 0
+
+    def add(self, ep: EpisodeData) -> None:
+        if self._handle is None or self._shard_bytes > SHARD_MB * 2**20:
+            self._roll()
+        assert self._handle is not None
+        written = tfrecord.write_record(self._handle, episode_example(ep, self.episodes))
+        self._shard_bytes += written
+        self.bytes += written
+        self.lengths[-1] += 1
+        self.episodes += 1
+
+    def _roll(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        path = self.root / f".new-shard-{len(self.new):05d}.tfrecord"
+        self.new.append(path)
+        self.lengths.append(0)
+        self._handle = open(path, "wb")  # closed by the next _roll or by close
+        self._shard_bytes = 0
+
+    def close(self, collection: dict) -> None:
+        """Rename every shard to its final `-NNNNN-of-MMMMM` name, then write the metadata, dataset_info.json last."""
+        if self._handle is not None:
+            self._handle.close()
+        if not self.new:
+            return
+        total = len(self.old) + len(self.new)
+        for index, path in enumerate(self.old + self.new):
+            path.rename(self.root / shard_name(index, total))
+        _write_json(self.root / FEATURES_PATH, self.features)
+        _write_json(self.root / COLLECTION_PATH, collection)
+        info = {"name": NAME, "version": VERSION, "fileFormat": "tfrecord",
+                "description": "PushT demonstrations recorded by pusht_sac's collect_dataset.py (RLDS episodes).",
+                "moduleName": "pusht_sac.datasets_io.rlds",
+                "splits": [{"name": "train", "numBytes": str(self.bytes),
+                            "shardLengths": [str(n) for n in self.lengths],
+                            "filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"}]}
+        _write_json(self.root / INFO_PATH, info)
+
+
+def is_dataset(root: Path) -> bool:
+    return (root / INFO_PATH).is_file() and (root / FEATURES_PATH).is_file()
+
+
+def read_collection(root: Path) -> dict:
+    return read_json(root, COLLECTION_PATH)
+
+
+def write_quality(root: Path, quality: dict) -> None:
+    _write_json(root / QUALITY_PATH, quality)
+
+
+def _examples(root: Path) -> Iterator[dict]:
+    for path in shards(root):
+        for record in tfrecord.read_records(path):
+            try:
+                yield tfrecord.decode_example(record)
+            except tfrecord.TFRecordError as err:
+                raise tfrecord.TFRecordError(f"{path.name}: {err}") from None
+
+
+def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(episode facts, per-frame arrays under the LeRobot feature names) for every episode; with `images`, the
+    decoded frames under "image"."""
+    for example in _examples(root):
+        length = len(example["steps/action"]) // 2
+        arrays = {"observation.state": example["steps/observation/state"].reshape(length, 2),
+                  "observation.environment_state": example["steps/observation/environment_state"].reshape(length, 16),
+                  "action": example["steps/action"].reshape(length, 2),
+                  "next.reward": example["steps/reward"],
+                  "next.success": example["steps/is_terminal"].astype(bool)}
+        if f"steps/{EXECUTED_KEY}" in example:
+            arrays[lerobot_writer.EXECUTED_KEY] = example[f"steps/{EXECUTED_KEY}"].reshape(length, 2)
+            arrays[lerobot_writer.IMITATE_KEY] = example[f"steps/{IMITATE_KEY}"].astype(bool)
+        if images:
+            arrays["image"] = np.stack([iio.imread(png) for png in example["steps/observation/image"]])
+        facts = {"episode_index": int(example["episode_metadata/episode_index"][0]),
+                 "seed": int(example["episode_metadata/seed"][0]),
+                 "success": bool(example["episode_metadata/success"][0]),
+                 "max_coverage": float(example["episode_metadata/max_coverage"][0]), "length": length}
+        yield facts, arrays

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the real readers' virtual environments that tools/check_readers.py runs in (never a dependency of the
+# project): lerobot 0.4.4 (LeRobot v3.0), lerobot 0.3.3 (LeRobot v2.1, the codebase openpi and GR00T read) and
+# tensorflow-datasets (RLDS, what OpenVLA and Octo read).
+#   tools/reader_venvs.sh [DIR]     (default: readers/ beside the repository; about 12 GB, torch is a CUDA build)
+# lerobot pins torch < 2.11; the readers only decode and index, so both lerobots go in --no-deps beside the torch
+# 2.14.1 stack this machine holds, with the libraries their dataset code imports. lerobot 0.3.3 needs datasets 3.x.
+set -euo pipefail
+dir="${1:-$(dirname "$0")/../../readers}"
+mkdir -p "$dir"
+common=(torch==2.14.1 torchvision==0.29.1 "huggingface-hub[hf-transfer]>=0.34.2,<0.36" "av>=15,<16" jsonlines
+        draccus==0.10.0 einops packaging termcolor deepdiff "imageio[ffmpeg]" opencv-python-headless gymnasium pandas
+        pyarrow "numpy<3")
+make_venv() {  # name, lerobot version, datasets pin
+    [ -x "$dir/$1/bin/python" ] && "$dir/$1/bin/python" -c "import lerobot" 2>/dev/null && return
+    python3 -m venv "$dir/$1"
+    "$dir/$1/bin/pip" install -q "${common[@]}" "$3"
+    "$dir/$1/bin/pip" install -q --no-deps "lerobot==$2"
+}
+make_venv lerobot-0.4.4 0.4.4 "datasets>=4,<5"
+make_venv lerobot-0.3.3 0.3.3 "datasets==3.6.0"
+if ! [ -x "$dir/tfds/bin/python" ]; then
+    python3 -m venv "$dir/tfds"
+    "$dir/tfds/bin/pip" install -q tensorflow-cpu tensorflow-datasets importlib_resources
+fi
+echo "reader venvs ready in $dir"
