@@ -5,10 +5,13 @@
 #   tools/reader_venvs.sh [DIR]     (default: readers/ beside the repository; about 12 GB, torch is a CUDA build)
 # lerobot pins torch < 2.11; the readers only decode and index, so both lerobots go in --no-deps beside the torch
 # 2.14.1 stack this machine holds, with the libraries their dataset code imports. lerobot 0.3.3 needs datasets 3.x.
+# Videos decode with torchcodec (lerobot's default; torchvision 0.29 has no video reader any more), which needs
+# FFmpeg's shared libraries: Debian's ffmpeg package (apt-get install ffmpeg).
 set -euo pipefail
 dir="${1:-$(dirname "$0")/../../readers}"
 mkdir -p "$dir"
-common=(torch==2.14.1 torchvision==0.29.1 "huggingface-hub[hf-transfer]>=0.34.2,<0.36" "av>=15,<16" jsonlines
+command -v ffmpeg > /dev/null || { echo "install FFmpeg first (Debian: apt-get install ffmpeg)" >&2; exit 2; }
+common=(torch==2.14.1 torchvision==0.29.1 torchcodec==0.14.0 accelerate "huggingface-hub[hf-transfer]>=0.34.2,<0.36" "av>=15,<16" jsonlines
         draccus==0.10.0 einops packaging termcolor deepdiff "imageio[ffmpeg]" opencv-python-headless gymnasium pandas
         pyarrow "numpy<3")
 make_venv() {  # name, lerobot version, datasets pin
