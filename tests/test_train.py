@@ -96,16 +96,6 @@ def test_default_recipe_is_the_demonstrator_and_the_fast_preset_keeps_the_fast_r
     assert fast.checkpoint_dir != default.checkpoint_dir and fast.log_dir != default.log_dir
 
 
-def test_seed_preset_keeps_the_seed_hyper_parameters():
-    config = load_config(REPO / "configs" / "seed.yaml")
-    expected = {"hidden_dim": 256, "lr": 3e-4, "gamma": 0.99, "tau": 0.005, "batch_size": 256,
-                "buffer_size": 1_000_000, "start_steps": 5000, "grad_clip": 1.0, "reward_scale": 0.01,
-                "episodes": 3000, "checkpoint_every": 100}
-    assert {k: getattr(config, k) for k in expected} == expected
-    assert config.target_entropy is None and config.env.features == "seed"
-    assert (config.env.step_cost, config.env.success_bonus, config.env.shaping_keypoints) == (0.0, 0.0, 0.0)
-
-
 def test_every_yaml_preset_loads():
     for path in (REPO / "configs").glob("*.yaml"):
         assert isinstance(yaml.safe_load(path.read_text()), dict)
