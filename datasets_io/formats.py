@@ -35,20 +35,24 @@ class DatasetFormat:
     write_quality: Callable[[Path, dict], None]
     iter_episodes: Callable[[Path, bool], Iterator[tuple[dict, dict[str, np.ndarray]]]]
     lossy_video: Callable[[Path], bool]  # whether its frames went through a video codec
+    required: tuple[str, ...]  # metadata files its readers open first
 
 
 FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
     DatasetFormat("lerobot", "LeRobot v3.0", lerobot_writer.LeRobotWriter, lerobot_writer.is_dataset,
                   lerobot_writer.read_collection, lerobot_writer.write_quality, lerobot_writer.iter_episodes,
-                  lambda root: lerobot_writer.read_json(root, lerobot_writer.INFO_PATH)["video_path"] is not None),
+                  lambda root: lerobot_writer.read_json(root, lerobot_writer.INFO_PATH)["video_path"] is not None,
+                  (lerobot_writer.INFO_PATH, lerobot_writer.STATS_PATH, lerobot_writer.TASKS_PATH)),
     DatasetFormat("lerobot-v2.1", "LeRobot v2.1", lerobot_v21.Writer, lerobot_v21.is_dataset,
                   lerobot_v21.read_collection, lerobot_v21.write_quality, lerobot_v21.iter_episodes,
-                  lambda root: lerobot_writer.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None),
+                  lambda root: lerobot_writer.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None,
+                  (lerobot_v21.INFO_PATH, lerobot_v21.EPISODES_PATH, lerobot_v21.TASKS_PATH,
+                   lerobot_v21.EPISODES_STATS_PATH, lerobot_v21.STATS_PATH, lerobot_v21.MODALITY_PATH)),
     DatasetFormat("zarr", "Diffusion Policy zarr", zarr_writer.ZarrWriter, zarr_writer.is_dataset,
                   zarr_writer.read_collection, zarr_writer.write_quality, zarr_writer.iter_episodes,
-                  lambda root: False),
+                  lambda root: False, (".zgroup", "meta/episode_ends/.zarray")),
     DatasetFormat("rlds", "RLDS (TFDS)", rlds.Writer, rlds.is_dataset, rlds.read_collection, rlds.write_quality,
-                  rlds.iter_episodes, lambda root: False),
+                  rlds.iter_episodes, lambda root: False, (rlds.INFO_PATH, rlds.FEATURES_PATH)),
 )}
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 

@@ -89,6 +89,9 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
     `labels_of`, a perturbed episode's labels must be the ones it recomputes. Damaged files raise ValueError or
     OSError naming the file."""
     dataset = FORMATS[fmt]
+    missing = [name for name in dataset.required if not (root / name).is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing; every {dataset.title} reader opens it")
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()

@@ -1,0 +1,208 @@
+"""Every dataset format through our own readers: one rollout written four ways reads back the same, --verify checks
+the images, damaged files of any format give one clear line, and the real readers agree (slow, own venvs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import collect_dataset
+import dataset_report
+from datasets_io import formats, tfrecord
+from datasets_io.readers import read_demonstrations
+from datasets_io.verify import VIDEO_TOLERANCE
+
+REPO = Path(__file__).resolve().parents[1]
+ALL = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]
+SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "12", "--action-noise", "0.2"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = collect_dataset.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three short episodes in all four formats, from one run."""
+    root = tmp_path_factory.mktemp("formats") / "ds"
+    assert collect_dataset.main([*SHORT, "--episodes", "3", "--output", str(root), "--format", *ALL]) == 0
+    return root
+
+
+@pytest.fixture
+def copy(collection: Path, tmp_path: Path) -> Path:
+    """A private copy of the collection, to damage."""
+    return Path(shutil.copytree(collection, tmp_path / "ds"))
+
+
+def test_every_format_reads_back_the_same_rollouts(collection: Path) -> None:
+    assert sorted(formats.find(collection)) == sorted(ALL)
+    read = {name: read_demonstrations(collection / name, images=True)[2] for name in ALL}
+    reference = read["zarr"]
+    assert [ep.seed for ep in reference] == [0, 1, 2] and [ep.length for ep in reference] == [12, 12, 12]
+    for name, episodes in read.items():
+        assert [ep.seed for ep in episodes] == [0, 1, 2], name
+        for ep, want in zip(episodes, reference, strict=True):
+            np.testing.assert_array_equal(ep.action, want.action)
+            np.testing.assert_array_equal(ep.agent_pos, want.agent_pos)
+            np.testing.assert_allclose(ep.keypoints, want.keypoints, atol=1e-3)  # the zarr stores the pose
+            error = np.abs(ep.image.astype(int) - want.image.astype(int)).mean(axis=(1, 2, 3))
+            assert error.max() <= (VIDEO_TOLERANCE if name.startswith("lerobot") else 0), name
+
+
+def test_lerobot_v21_has_the_layout_lerobot_033_and_gr00t_read(collection: Path) -> None:
+    root = collection / "lerobot-v2.1"
+    info = json.loads((root / "meta/info.json").read_text())
+    assert info["codebase_version"] == "v2.1" and (info["total_episodes"], info["total_frames"]) == (3, 36)
+    assert (info["total_chunks"], info["total_videos"], info["total_tasks"]) == (1, 3, 1)
+    assert info["features"]["observation.image"]["info"]["video.codec"] == "h264"
+    lines = [json.loads(line) for line in (root / "meta/episodes.jsonl").read_text().splitlines()]
+    assert [(e["episode_index"], e["length"], e["seed"]) for e in lines] == [(0, 12, 0), (1, 12, 1), (2, 12, 2)]
+    tasks = [json.loads(line) for line in (root / "meta/tasks.jsonl").read_text().splitlines()]
+    assert tasks == [{"task_index": 0, "task": "Push the T-shaped block onto the T-shaped target."}]
+    stats = [json.loads(line) for line in (root / "meta/episodes_stats.jsonl").read_text().splitlines()]
+    assert sorted(stats[1]["stats"]["action"]) == ["count", "max", "mean", "min", "std"]
+    for n in range(3):
+        assert (root / f"data/chunk-000/episode_{n:06d}.parquet").is_file()
+        assert (root / f"videos/chunk-000/observation.image/episode_{n:06d}.mp4").is_file()
+    modality = json.loads((root / "meta/modality.json").read_text())
+    assert modality["video"]["image"]["original_key"] == "observation.image"
+    assert "annotation.human.action.task_description" in info["features"]
+
+
+def test_rlds_records_parse_as_tensorflow_writes_them(collection: Path) -> None:
+    assert tfrecord._masked_crc(b"") == 0xA282EAD8  # CRC-32C("") = 0, masked
+    assert tfrecord.google_crc32c.value(b"123456789") == 0xE3069283  # the CRC-32C check value
+    example = {"a": np.array([1.5, -2.0], np.float32), "b": np.array([3, -1]), "c": [b"x", b""]}
+    decoded = tfrecord.decode_example(tfrecord.encode_example(example))
+    np.testing.assert_array_equal(decoded["a"], example["a"])
+    np.testing.assert_array_equal(decoded["b"], example["b"])
+    assert decoded["c"] == [b"x", b""]
+    root = collection / "rlds"
+    info = json.loads((root / "dataset_info.json").read_text())
+    assert info["splits"][0]["shardLengths"] == ["3"] and (root / "pusht_sac-train.tfrecord-00000-of-00001").is_file()
+    facts, steps = next(formats.FORMATS["rlds"].iter_episodes(root, False))
+    assert facts["seed"] == 0 and steps["action"].shape == (12, 2)
+
+
+@pytest.mark.parametrize("fmt", ["lerobot-v2.1", "rlds"])
+def test_resume_adds_episodes_without_editing_a_file(tmp_path: Path, capsys, fmt: str) -> None:
+    root = tmp_path / "ds"
+    assert run([*SHORT, "--episodes", "2", "--output", str(root), "--format", fmt], capsys)[0] == 0
+    def data_files() -> set[bytes]:  # episode files and shards (the metadata is rewritten whole)
+        return {path.read_bytes() for path in root.rglob("*") if path.suffix in {".parquet", ".mp4"}
+                or ".tfrecord-" in path.name}
+
+    before = data_files()
+    assert run([*SHORT, "--episodes", "2", "--output", str(root), "--resume"], capsys)[0] == 0
+    episodes = read_demonstrations(root)[2]
+    assert [ep.seed for ep in episodes] == [0, 1, 2, 3]
+    assert before < data_files()  # every earlier file is still there, byte for byte (an RLDS shard renamed)
+    code, out, _ = run(["--verify", str(root)], capsys)
+    assert code == 0 and "4 episodes" in out, out
+
+
+def test_no_video_stores_lossless_frames(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "ds"
+    assert run([*SHORT, "--episodes", "1", "--output", str(root), "--format", "lerobot-v2.1", "zarr", "--no-video"],
+               capsys)[0] == 0
+    assert not (root / "lerobot-v2.1/videos").exists()
+    png = read_demonstrations(root / "lerobot-v2.1", images=True)[2][0].image
+    np.testing.assert_array_equal(png, read_demonstrations(root / "zarr", images=True)[2][0].image)
+    code, out, _ = run(["--verify", str(root)], capsys)
+    assert code == 0 and "image 0," in out, out
+
+
+def test_verify_compares_every_frame_with_a_re_render(copy: Path, capsys) -> None:
+    code, out, _ = run(["--verify", str(copy)], capsys)
+    assert code == 0 and out.count("image") == 4 and "verify: OK" in out
+    # episode 1's pictures written over episode 0's in the zarr: states stay right, the images do not
+    group = zarr.open_group(str(copy / "zarr"), mode="a")
+    images = group["data"]["img"][:]
+    group["data"]["img"][:12] = images[12:24]
+    code, out, _ = run(["--verify", str(copy)], capsys)
+    assert code == 1 and "MISMATCH episode 0 (seed 0): image frame 0 differs" in out
+
+
+def _damage_video(root: Path) -> str:
+    path = root / "lerobot/videos/observation.image/chunk-000/file-000.mp4"
+    path.write_bytes(path.read_bytes()[:3000])
+    return "videos/observation.image/chunk-000/file-000.mp4"
+
+
+def _damage_zarr_chunk(root: Path) -> str:
+    (root / "zarr/data/state/0.0").write_bytes(b"garbage" * 10)
+    return "data/state/0.0"
+
+
+def _damage_parquet(root: Path) -> str:
+    path = root / "lerobot-v2.1/data/chunk-000/episode_000001.parquet"
+    path.write_bytes(path.read_bytes()[:200])
+    return "data/chunk-000/episode_000001.parquet"
+
+
+def _damage_tfrecord(root: Path) -> str:
+    path = root / "rlds/pusht_sac-train.tfrecord-00000-of-00001"
+    path.write_bytes(path.read_bytes()[:-100])
+    return "pusht_sac-train.tfrecord-00000-of-00001"
+
+
+def _drop_tasks(root: Path) -> str:
+    (root / "lerobot-v2.1/meta/tasks.jsonl").unlink()
+    return "tasks.jsonl"
+
+
+DAMAGES = [_damage_video, _damage_zarr_chunk, _damage_parquet, _damage_tfrecord, _drop_tasks]
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=lambda f: f.__name__)
+def test_verify_names_a_damaged_file(copy: Path, capsys, damage) -> None:
+    name = damage(copy)
+    code, out, _ = run(["--verify", str(copy)], capsys)
+    damaged = [line for line in out.splitlines() if "DAMAGED" in line or "MISMATCH" in line]
+    assert code == 1 and "verify: FAILED" in out and "Traceback" not in out
+    assert any(name in line for line in damaged), out
+
+
+@pytest.mark.parametrize("damage, fmt", [(_damage_zarr_chunk, "zarr"), (_damage_parquet, "lerobot-v2.1"),
+                                         (_damage_tfrecord, "rlds")], ids=lambda f: getattr(f, "__name__", f))
+def test_resume_and_report_refuse_damaged_data_in_one_line(copy: Path, capsys, damage, fmt: str) -> None:
+    name = damage(copy)
+    before = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file()}
+    code, _, err = run([*SHORT, "--episodes", "1", "--output", str(copy), "--resume"], capsys)
+    assert code == 2 and err.count("\n") == 1 and name in err and "damaged" in err and "disk" not in err
+    assert {path: path.read_bytes() for path in copy.rglob("*") if path.is_file()} == before
+    code = dataset_report.main([str(copy / fmt)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and name in err and "Traceback" not in err
+
+
+def test_rlds_shards_roll_and_stay_in_seed_order(tmp_path: Path, capsys, monkeypatch) -> None:
+    from datasets_io import rlds
+
+    monkeypatch.setattr(rlds, "SHARD_MB", 0)  # every episode opens a new shard
+    root = tmp_path / "ds"
+    assert run([*SHORT, "--episodes", "3", "--output", str(root), "--format", "rlds"], capsys)[0] == 0
+    assert sorted(p.name for p in root.glob("*.tfrecord-*")) == [rlds.shard_name(n, 3) for n in range(3)]
+    assert [ep.seed for ep in read_demonstrations(root)[2]] == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_the_real_readers_load_the_collection_frame_for_frame(collection: Path) -> None:
+    """tools/check_readers.py in the venvs tools/reader_venvs.sh builds (skipped when they are absent)."""
+    readers = REPO.parent / "readers"
+    if not all((readers / venv / "bin/python").exists() for venv in ("lerobot-0.4.4", "lerobot-0.3.3", "tfds")):
+        pytest.skip(f"no reader venvs in {readers}: run tools/reader_venvs.sh")
+    run_ = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(collection), "--readers",
+                           str(readers)], capture_output=True, text=True, timeout=900)
+    assert run_.returncode == 0 and "readers: OK" in run_.stdout, run_.stdout + run_.stderr
+    assert run_.stdout.count(": OK") == 4
