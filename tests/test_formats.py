@@ -133,6 +133,15 @@ def test_verify_compares_every_frame_with_a_re_render(copy: Path, capsys) -> Non
     assert code == 1 and "MISMATCH episode 0 (seed 0): image frame 0 differs" in out
 
 
+def test_verify_catches_images_one_step_off(copy: Path, capsys) -> None:
+    group = zarr.open_group(str(copy / "zarr"), mode="a")
+    images = group["data"]["img"][:12]
+    group["data"]["img"][:11] = images[1:]  # episode 0 shows each step's successor
+    code, out, _ = run(["--verify", str(copy)], capsys)
+    assert code == 1 and "MISMATCH episode 0 (seed 0): " in out and "episode 1 (seed 1): image" not in out
+    assert "one step shifted" in out or "image frame 0 differs" in out
+
+
 def _damage_video(root: Path) -> str:
     path = root / "lerobot/videos/observation.image/chunk-000/file-000.mp4"
     path.write_bytes(path.read_bytes()[:3000])
