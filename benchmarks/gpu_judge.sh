@@ -7,11 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 DATA=${DATA:-data}
-HUMAN=${HUMAN:-../shared/reference/pusht_human_dp.zarr}
+HUMAN=${HUMAN:-data/pusht/pusht_cchi_v7_replay.zarr}
 WORKERS=${WORKERS:-8}
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 export OMP_NUM_THREADS=1
-[ -e "$HUMAN" ] || { echo "error: no human reference at $HUMAN; set HUMAN=path/to/pusht_human_dp.zarr" >&2; exit 2; }
+[ -e "$HUMAN" ] || { echo "error: no human reference at $HUMAN; download it (README, "The human reference") or set HUMAN=path/to/pusht_cchi_v7_replay.zarr" >&2; exit 2; }
 [ -d "$DATA/demonstrator" ] || "$PYTHON" collect_dataset.py --episodes 280 --workers "$WORKERS" --format zarr \
     --output "$DATA/demonstrator"
 "$PYTHON" dataset_report.py "$DATA/demonstrator" --max-frames 25650 --reference "$HUMAN" --imitation \
