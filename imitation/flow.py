@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -95,12 +96,17 @@ class FlowChunkPolicy(ChunkPolicy):
         return self.out(h)
 
     def flow_loss(self, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """Rectified-flow loss of a batch of raw observations (the encoder's input) and (B, horizon·2) scaled chunks;
-        the noise is drawn on the CPU from `generator` so a seed gives the same run on any device."""
+        """Rectified-flow loss of a batch of raw observations (the encoder's input) and (B, horizon·2) scaled chunks."""
+        return self.conditioned_flow_loss(self.obs_encoder(obs), chunk, generator)
+
+    def conditioned_flow_loss(self, obs_cond: torch.Tensor, chunk: torch.Tensor,
+                              generator: torch.Generator) -> torch.Tensor:
+        """The loss given encoded observations, for heads trained on precomputed features; the noise is drawn on
+        the CPU from `generator` so a seed gives the same run on any device."""
         noise = torch.randn(chunk.shape, generator=generator).to(chunk.device)
         t = torch.rand(len(chunk), generator=generator).to(chunk.device)
         x_t = (1 - t[:, None]) * noise + t[:, None] * chunk
-        return nn.functional.mse_loss(self.velocity(x_t, t, self.obs_encoder(obs)), chunk - noise)
+        return nn.functional.mse_loss(self.velocity(x_t, t, obs_cond), chunk - noise)
 
     @torch.no_grad()
     def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
@@ -120,13 +126,14 @@ def empty(config: FlowConfig) -> FlowChunkPolicy:
                            RangeNormalizer.placeholder(config.horizon * ACT_DIM))
 
 
-def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(),
-        progress: bool = True) -> tuple[FlowChunkPolicy, dict]:
-    """Train on every imitable frame of `episodes`; returns the (EMA) policy and a record of the training."""
+def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(), progress: bool = True,
+        work_dir: Path | None = None) -> tuple[FlowChunkPolicy, dict]:
+    """Train on every imitable frame of `episodes`, checkpointed in `work_dir` when given; returns the (EMA) policy
+    and a record of the training."""
     def build(obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> FlowChunkPolicy:
         return FlowChunkPolicy(config, StateEncoder(config, obs_norm), act_norm)
 
     def flow_loss(model: nn.Module, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return model.flow_loss(obs, chunk, generator)
 
-    return fit_state_learner(episodes, config, build, flow_loss, "imitation: training flow", progress)
+    return fit_state_learner(episodes, config, build, flow_loss, "imitation: training flow", progress, work_dir)

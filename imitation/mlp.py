@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -55,11 +56,12 @@ def empty(config: MLPConfig) -> MLPChunkPolicy:
                           RangeNormalizer.placeholder(config.horizon * ACT_DIM))
 
 
-def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(),
-        progress: bool = True) -> tuple[MLPChunkPolicy, dict]:
-    """Train on every imitable frame of `episodes`; returns the policy and a record of the training."""
+def fit(episodes: Sequence[Demonstration], config: MLPConfig = MLPConfig(), progress: bool = True,
+        work_dir: Path | None = None) -> tuple[MLPChunkPolicy, dict]:
+    """Train on every imitable frame of `episodes`, checkpointed in `work_dir` when given; returns the policy
+    and a record of the training."""
     def mse(model: nn.Module, obs: torch.Tensor, target: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
         return nn.functional.mse_loss(model(obs), target)
 
     return fit_state_learner(episodes, config, lambda obs_norm, act_norm: MLPChunkPolicy(config, obs_norm, act_norm),
-                             mse, "imitation: training mlp", progress)
+                             mse, "imitation: training mlp", progress, work_dir)
