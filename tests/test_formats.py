@@ -59,6 +59,26 @@ def test_every_format_reads_back_the_same_rollouts(collection: Path) -> None:
             assert error.max() <= (VIDEO_TOLERANCE if name.startswith("lerobot") else 0), name
 
 
+def test_dataset_report_reads_every_format_alike(collection: Path, capsys) -> None:
+    tables = []
+    for name in ALL:
+        assert dataset_report.main([str(collection / name)]) == 0
+        tables.append(capsys.readouterr().out.split("\n", 1)[1])  # the table after its title line
+    assert all(table.split("report took")[0] == tables[0].split("report took")[0] for table in tables)
+
+
+def test_a_perturbed_collection_verifies_in_every_format(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "ds"
+    code, _, err = run(["--policy", "random", "--keep-failures", "--max-steps", "24", "--episodes", "2",
+                        "--burst-noise", "0.3", "--clean-share", "0", "--burst-gap", "4", "--output", str(root),
+                        "--format", *ALL], capsys)
+    assert code == 0, err
+    imitate = [read_demonstrations(root / name)[2][0].imitate for name in ALL]
+    assert not imitate[0].all() and all(np.array_equal(mark, imitate[0]) for mark in imitate)
+    code, out, _ = run(["--verify", str(root)], capsys)
+    assert code == 0 and out.count("2 episodes") == 4, out
+
+
 def test_lerobot_v21_has_the_layout_lerobot_033_and_gr00t_read(collection: Path) -> None:
     root = collection / "lerobot-v2.1"
     info = json.loads((root / "meta/info.json").read_text())
