@@ -262,7 +262,7 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
 
 
 @pytest.mark.parametrize("args, message", [
-    ([], "is not a LeRobot v3.0 dataset"),
+    ([], "is not a dataset of a known format"),
     (["--exec-horizon", "17"], "--exec-horizon must be in [1, 16]"),
     (["--episodes", "0"], "--episodes must be >= 1"),
     (["--seeds", "0"], "--seeds must be >= 1"),
