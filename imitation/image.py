@@ -1,15 +1,23 @@
 """The image learner: the flow-matching chunk head of imitation/flow.py conditioned on what the downstream image
 policies see (Diffusion Policy, LeRobot's pusht policies, VLAs): the 96×96 RGB render and the agent position.
 
-A small conv encoder (stride-2 convolutions, GroupNorm, its 6×6 feature map flattened so positions survive) turns
-each frame into features. It trains on a CPU at a small budget (a smoke-level figure) and on `--device cuda` at a
-real one. Images come from zarr datasets (`data/img`); at evaluation the env renders them as collection does.
+End-to-end conv training costs ~0.2-0.4 s a step on one CPU core (TASK_NOTES 19), so it trains in two stages that fit
+a CPU budget. (1) Perception: a small conv net on the render averaged down to 48 px, ending in a spatial softmax (each
+feature map's expected x, y: positions survive, nothing is flattened), regresses the agent position and the block's
+8 corner keypoints the dataset records for the frame (a share of the episodes is held out to measure its error in
+px). (2) The perception is frozen, its keypoint estimates are computed once for every frame, and the state learner's
+flow head (flow.StateEncoder + FlowChunkPolicy) trains on them beside the recorded agent xy. Acting, the learner
+sees only the render and the agent xy: the perception runs on every frame it is given. The dataset's keypoints
+are used in training only, as the perception's labels.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -17,44 +25,84 @@ import torch
 from torch import nn
 
 from datasets_io.readers import Demonstration
-from imitation.flow import FlowChunkPolicy, FlowConfig
+from imitation.flow import FlowChunkPolicy, FlowConfig, StateEncoder
 from imitation.normalizer import RangeNormalizer
 from imitation.policy import ACT_DIM
 from imitation.training import train
-from imitation.windows import dataset_frame_indices
+from imitation.windows import OBS_DIM, dataset_frame_indices, frame_observation
 
 IMAGE_SIZE = 96
+POINTS = OBS_DIM // 2  # the agent and the block's 8 corners
 
 
 @dataclass(frozen=True)
 class ImageFlowConfig(FlowConfig):
-    channels: tuple[int, ...] = (16, 32, 64, 64)  # 96 → 48 → 24 → 12 → 6
-    image_features: int = 256
-    batch_size: int = 64
-    steps: int = 20_000  # a GPU budget (about 0.3 s a step on one CPU core: pass --train-steps 1000 there)
+    pixels: int = 48  # side the 96 px render is averaged down to for the perception
+    channels: tuple[int, ...] = (16, 32, 32)  # 62 ms a 64-image step on one core; (32, 64, 64) took 159 ms
+    strides: tuple[int, ...] = (2, 2, 1)  # 48 → 24 → 12 → 12: 12×12 maps into the spatial softmax
+    feature_maps: int = 32  # maps the spatial softmax turns into 32 (x, y) positions
+    perception_ratio: float = 0.2  # perception steps per head step: `steps` alone sets the whole budget
+    perception_batch: int = 64
+    holdout: float = 0.05  # share of the episodes (the last ones) the perception does not train on
+    width: int = 256  # the head at a sixth of the state learner's cost (512 wide, batch 256: 220 ms a step on a
+    batch_size: int = 128  # busy core)
+    steps: int = 6_000  # head steps: the whole learner in ~10 min of one core (docs/experiments.md)
+
+
+def downsample(pixels: torch.Tensor, side: int) -> torch.Tensor:
+    """(N, 3, 96, 96) 0-255 renders → (N, 3, side, side) uint8 area averages: one function for training and acting,
+    so the perception sees the same numbers in both."""
+    return nn.functional.interpolate(pixels.float(), size=(side, side), mode="area").round().to(torch.uint8)
+
+
+class SpatialSoftmax(nn.Module):
+    """(B, C, H, W) maps → (B, 2C): each map's softmax-weighted mean x and y in [-1, 1]."""
+
+    def forward(self, maps: torch.Tensor) -> torch.Tensor:
+        batch, channels, height, width = maps.shape
+        weights = maps.flatten(2).softmax(-1).reshape(batch, channels, height, width)
+        xs = torch.linspace(-1.0, 1.0, width, device=maps.device)
+        ys = torch.linspace(-1.0, 1.0, height, device=maps.device)
+        return torch.cat([(weights.sum(2) * xs).sum(-1), (weights.sum(3) * ys).sum(-1)], dim=-1)
+
+
+class Perception(nn.Module):
+    """(N, 3, pixels, pixels) 0-255 images → (N, 18) agent xy and block keypoints, scaled by `point_norm`."""
+
+    def __init__(self, config: ImageFlowConfig, point_norm: RangeNormalizer) -> None:
+        super().__init__()
+        self.point_norm = point_norm
+        layers: list[nn.Module] = []
+        for c_in, c_out, stride in zip((3, *config.channels[:-1]), config.channels, config.strides, strict=True):
+            layers += [nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1), nn.GroupNorm(8, c_out), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.Conv2d(config.channels[-1], config.feature_maps, 1), SpatialSoftmax(),
+                                 nn.Linear(2 * config.feature_maps, 256), nn.ReLU(), nn.Linear(256, OBS_DIM))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.net(images.float() / 127.5 - 1.0)
+
+    def points(self, images: torch.Tensor) -> torch.Tensor:
+        """The estimates in env units."""
+        return self.point_norm.inverse(self(images))
 
 
 class ImageEncoder(nn.Module):
-    """(B, n_obs, 2 + 96·96·3) frames (agent xy, then the RGB render, 0-255) → (B, cond_dim) condition."""
+    """(B, n_obs, 2 + 96·96·3) frames (agent xy, then the RGB render, 0-255) → (B, cond_dim) condition: the
+    perception's keypoint estimates beside the given agent xy, through the state learner's encoder."""
 
-    def __init__(self, config: ImageFlowConfig, agent_norm: RangeNormalizer) -> None:
+    def __init__(self, config: ImageFlowConfig, perception: Perception, state: StateEncoder) -> None:
         super().__init__()
-        self.agent_norm = agent_norm
-        layers: list[nn.Module] = []
-        for c_in, c_out in zip((3, *config.channels[:-1]), config.channels, strict=True):
-            layers += [nn.Conv2d(c_in, c_out, 3, stride=2, padding=1), nn.GroupNorm(8, c_out), nn.ReLU()]
-        side = IMAGE_SIZE // 2 ** len(config.channels)
-        self.conv = nn.Sequential(*layers, nn.Flatten(), nn.Linear(config.channels[-1] * side * side,
-                                                                   config.image_features), nn.ReLU())
-        self.head = nn.Sequential(nn.Linear(config.n_obs * (config.image_features + 2), config.cond_dim), nn.GELU(),
-                                  nn.Linear(config.cond_dim, config.cond_dim))
+        self.pixels, self.perception, self.state = config.pixels, perception, state
+
+    def observations(self, frames: torch.Tensor) -> torch.Tensor:
+        """(B, n_obs, 18) state observations: the agent xy given, the keypoints estimated from the render."""
+        batch, n_obs = frames.shape[:2]
+        images = frames[..., 2:].reshape(batch * n_obs, IMAGE_SIZE, IMAGE_SIZE, 3).permute(0, 3, 1, 2)
+        keypoints = self.perception.points(downsample(images, self.pixels))[:, 2:].reshape(batch, n_obs, -1)
+        return torch.cat([frames[..., :2], keypoints], dim=-1)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        batch, n_obs = frames.shape[:2]
-        agent = self.agent_norm(frames[..., :2])
-        pixels = frames[..., 2:].reshape(batch * n_obs, IMAGE_SIZE, IMAGE_SIZE, 3).permute(0, 3, 1, 2) / 127.5 - 1
-        features = self.conv(pixels).reshape(batch, n_obs, -1)
-        return self.head(torch.cat([features, agent], dim=-1).flatten(1))
+        return self.state(self.observations(frames).flatten(1))
 
 
 class ImageFlowPolicy(FlowChunkPolicy):
@@ -65,32 +113,90 @@ class ImageFlowPolicy(FlowChunkPolicy):
         return np.concatenate([np.asarray(pusht.agent.position, dtype=np.float32), image.reshape(-1)])
 
 
+def _policy(config: ImageFlowConfig, perception: Perception, obs_norm: RangeNormalizer,
+            act_norm: RangeNormalizer) -> ImageFlowPolicy:
+    return ImageFlowPolicy(config, ImageEncoder(config, perception, StateEncoder(config, obs_norm)), act_norm)
+
+
 def empty(config: ImageFlowConfig) -> ImageFlowPolicy:
     """The network with placeholder scalings, for a saved learner's state to be loaded into."""
-    return ImageFlowPolicy(config, ImageEncoder(config, RangeNormalizer.placeholder(2)),
-                           RangeNormalizer.placeholder(config.horizon * ACT_DIM))
+    return _policy(config, Perception(config, RangeNormalizer.placeholder(OBS_DIM)),
+                   RangeNormalizer.placeholder(config.n_obs * OBS_DIM),
+                   RangeNormalizer.placeholder(config.horizon * ACT_DIM))
 
 
-def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowConfig(),
-        progress: bool = True) -> tuple[ImageFlowPolicy, dict]:
-    """Train on every frame of `episodes` (read with images); returns the (EMA) policy and a training record."""
+def _small_images(episodes: Sequence[Demonstration], side: int, chunk: int = 1024) -> torch.Tensor:
+    """Every frame's render at `side` px, (N, 3, side, side) uint8, converted a chunk at a time (the 96 px float
+    copy of a whole dataset would not fit beside it)."""
+    parts = []
+    for ep in episodes:
+        for start in range(0, ep.length, chunk):
+            parts.append(downsample(torch.as_tensor(ep.image[start:start + chunk]).permute(0, 3, 1, 2), side))
+    return torch.cat(parts)
+
+
+@torch.no_grad()
+def _estimate(perception: Perception, images: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+    return torch.cat([perception.points(images[i:i + chunk]) for i in range(0, len(images), chunk)])
+
+
+def point_errors(estimates: torch.Tensor, truth: torch.Tensor) -> dict:
+    """Mean Euclidean error in env px of the agent and of the 8 block keypoints."""
+    distance = (estimates - truth).reshape(len(truth), POINTS, 2).norm(dim=-1)
+    return {"agent_px": float(distance[:, 0].mean()), "keypoints_px": float(distance[:, 1:].mean())}
+
+
+def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowConfig(), progress: bool = True,
+        work_dir: Path | None = None) -> tuple[ImageFlowPolicy, dict]:
+    """Train the perception, then the head on its estimates, over every frame of `episodes` (read with images),
+    each stage checkpointed in `work_dir` when given; returns the (EMA) policy and a record of both stages."""
     if any(ep.image is None for ep in episodes):
         raise ValueError("the image learner needs the dataset's images: read it with images=True")
     if episodes[0].image.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE, 3):
         raise ValueError(f"the image learner takes {IMAGE_SIZE}×{IMAGE_SIZE} renders, "
                          f"got {episodes[0].image.shape[1:3]}")
     torch.manual_seed(config.seed)
+    images = _small_images(episodes, config.pixels)
+    agent = np.concatenate([ep.agent_pos for ep in episodes]).astype(np.float32)
+    truth = torch.as_tensor(frame_observation(agent, np.concatenate([ep.keypoints for ep in episodes])),
+                            dtype=torch.float32)
+    held_out = math.ceil(config.holdout * len(episodes)) if len(episodes) > 1 else 0
+    n_fit = sum(ep.length for ep in episodes[:len(episodes) - held_out])
+    perception = Perception(config, RangeNormalizer.fit(truth.numpy(), POINTS)).to(config.device)
+    labels = perception.point_norm(truth.to(config.device))
+
+    def perception_loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
+        return nn.functional.mse_loss(model(images[index].to(config.device)), labels[index.to(config.device)])
+
+    stage = replace(config, steps=max(1, round(config.perception_ratio * config.steps)),
+                    batch_size=config.perception_batch, ema_decay=0.0)
+    perception, seen = train(perception, perception_loss, n_fit, stage, "imitation: training image perception",
+                             progress, work_dir / "perception.pt" if work_dir else None)
+    perception.requires_grad_(False)
+    features_started, cpu_started = time.perf_counter(), time.process_time()
+    estimates = _estimate(perception, images.to(config.device)).cpu()
+    seen.update(seconds_features=time.perf_counter() - features_started,
+                cpu_seconds_features=time.process_time() - cpu_started,
+                train_error=point_errors(estimates[:n_fit], truth[:n_fit]),
+                held_out_error=point_errors(estimates[n_fit:], truth[n_fit:]) if held_out else None,
+                held_out_episodes=held_out)
+
     obs_index, actions = dataset_frame_indices(episodes, config.n_obs, config.horizon)
-    agent = torch.as_tensor(np.concatenate([ep.agent_pos for ep in episodes]), dtype=torch.float32)
-    pixels = torch.as_tensor(np.concatenate([ep.image for ep in episodes]).reshape(len(agent), -1))  # uint8
-    policy = ImageFlowPolicy(config, ImageEncoder(config, RangeNormalizer.fit(agent.numpy())),
-                             RangeNormalizer.fit(actions, config.horizon)).to(config.device)
-    index_t = torch.as_tensor(obs_index)
+    observed = torch.as_tensor(frame_observation(agent, estimates[:, 2:].numpy().reshape(-1, 8, 2)))
+    windows = observed[obs_index].reshape(len(obs_index), -1)
+    policy = _policy(config, perception, RangeNormalizer.fit(windows.numpy(), config.n_obs),
+                     RangeNormalizer.fit(actions, config.horizon)).to(config.device)
+    windows_t = windows.to(config.device)
     target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
 
-    def loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        frames = index_t[index]  # (B, n_obs) frame numbers
-        batch = torch.cat([agent[frames], pixels[frames].float()], dim=-1).to(config.device)
-        return model.flow_loss(batch, target_t[index.to(config.device)], generator)
+    def head_loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        index = index.to(config.device)
+        return model.conditioned_flow_loss(model.obs_encoder.state(windows_t[index]), target_t[index], generator)
 
-    return train(policy, loss, len(obs_index), config, "imitation: training image", progress)
+    trained, head = train(policy, head_loss, len(obs_index), config, "imitation: training image head", progress,
+                          work_dir / "head.pt" if work_dir else None)
+    record = {"samples": head["samples"], "final_loss": head["final_loss"],
+              "seconds": seen["seconds"] + seen["seconds_features"] + head["seconds"],
+              "cpu_seconds": seen["cpu_seconds"] + seen["cpu_seconds_features"] + head["cpu_seconds"],
+              "perception": seen, "head": head}
+    return trained, record
