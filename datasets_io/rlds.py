@@ -121,9 +121,10 @@ class Writer:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root
         self.features = features_json(image_size, perturbed)
-        self.old = shards(root) if (root / INFO_PATH).exists() else []
-        self.lengths = [int(n) for n in read_json(root, INFO_PATH)["splits"][0]["shardLengths"]] if self.old else []
-        self.bytes = int(read_json(root, INFO_PATH)["splits"][0]["numBytes"]) if self.old else 0
+        split = read_json(root, INFO_PATH)["splits"][0] if (root / INFO_PATH).exists() else None  # resuming
+        self.old = shards(root) if split else []
+        self.lengths = [int(n) for n in split["shardLengths"]] if split else []
+        self.bytes = int(split["numBytes"]) if split else 0
         self.episodes = sum(self.lengths)
         self.new: list[Path] = []  # shards of this run, under temporary names until close
         self._handle = None

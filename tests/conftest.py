@@ -31,3 +31,11 @@ def tiny_train_args(tmp_path: Path) -> list[str]:
         "--set", "checkpoint_every=1", "--set", "eval_every=400", "--set", "eval_episodes=1",
         "--set", "log_every=10", "--set", "threads=1",
     ]
+
+
+def collect_tiny(out: Path, max_steps: int, *formats: str) -> Path:
+    """Three short random-policy episodes in `formats`, collected as a user would (a module fixture's dataset)."""
+    result = run_script("collect_dataset.py", "--policy", "random", "--episodes", "3", "--keep-failures",
+                        "--max-steps", str(max_steps), "--format", *formats, "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    return out

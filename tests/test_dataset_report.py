@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import zarr
-from conftest import run_script
+from conftest import collect_tiny, run_script
 
 from cli_common import random_policy
 from datasets_io.readers import (
@@ -72,10 +72,7 @@ def test_keypoints_from_a_pose_match_the_env_and_invert():
 @pytest.fixture(scope="module")
 def tiny_dataset(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "ds"
-    result = run_script("collect_dataset.py", "--policy", "random", "--episodes", "3", "--keep-failures",
-                        "--max-steps", "25", "--format", "both", "--output", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return collect_tiny(out, 25, "both")
 
 
 def test_both_readers_give_the_same_episodes(tiny_dataset):

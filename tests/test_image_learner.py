@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import run_script
+from conftest import collect_tiny
 from test_imitation_training import assert_same_weights
 
 from datasets_io.readers import read_demonstrations
@@ -19,10 +19,7 @@ from imitation import image
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("image") / "ds"
-    result = run_script("collect_dataset.py", "--policy", "random", "--episodes", "3", "--keep-failures",
-                        "--max-steps", "20", "--format", "zarr", "--output", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return collect_tiny(out, 20, "zarr")
 
 
 TINY_IMAGE = image.ImageFlowConfig(width=32, blocks=1, cond_dim=16, channels=(8, 8), strides=(2, 2), feature_maps=8,

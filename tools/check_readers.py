@@ -158,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         lossy = info.exists() and json.loads(info.read_text())["video_path"] is not None
         problems = compare(fmt, got, want, lossy)
         error = np.abs(got["image"].astype(np.int16) - want["image"].astype(np.int16)).mean(axis=(1, 2, 3)).max()
-        status = "OK" if not problems else "MISMATCH: " + "; ".join(problems)
-        extra = ", modality.json valid for GR00T" if fmt == "lerobot-v2.1" and not problems else ""
-        print(f"{fmt} ({venv}): {len(got['action'])} frames; state/action equal to the zarr's; image max mean "
-              f"|error| {error:.2f} levels{extra}: {status}" if not problems else f"{fmt} ({venv}): {status}")
+        if problems:
+            print(f"{fmt} ({venv}): MISMATCH: " + "; ".join(problems))
+        else:
+            extra = ", modality.json valid for GR00T" if fmt == "lerobot-v2.1" else ""
+            print(f"{fmt} ({venv}): {len(got['action'])} frames; state/action equal to the zarr's; image max mean "
+                  f"|error| {error:.2f} levels{extra}: OK")
         failed = failed or bool(problems)
     print("readers: OK" if not failed else "readers: FAILED")
     return 1 if failed else 0
