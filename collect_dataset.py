@@ -33,14 +33,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
-import multiprocessing
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -48,6 +44,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+import parallel
 from cli_common import (
     EXIT_INTERRUPTED,
     BadInput,
@@ -126,36 +123,16 @@ class Collector:
                        imitate=np.array(rollout.imitate, dtype=bool))
 
 
-_worker: Collector | None = None
+def worker_collector(job: Job) -> Collector:
+    """A worker's recorder, built from the picklable job: every process or Ray worker loads the policy itself."""
+    torch.set_num_threads(1)  # one thread everywhere: the same arithmetic, so the same actions, on any backend
+    return Collector(job, load_policy(job.checkpoint) if job.checkpoint else None)
 
 
-def _init_worker(job: Job) -> None:
-    global _worker
-    torch.set_num_threads(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and saves what is complete
-    _worker = Collector(job, load_policy(job.checkpoint) if job.checkpoint else None)
-
-
-def _run_in_worker(seed: int) -> EpisodeData:
-    return _worker(seed)
-
-
-def rollouts(job: Job, policy: LoadedPolicy | None, seeds: Iterable[int], workers: int) -> Iterator[EpisodeData]:
-    """Episodes in seed order whatever the worker count; seeds are consumed lazily (a few ahead per worker)."""
-    torch.set_num_threads(1)  # one thread everywhere: the same arithmetic, so the same actions, for any --workers
-    if workers == 1:
-        yield from map(Collector(job, policy), seeds)
-        return
-    pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _init_worker, (job,))
-    try:
-        seed_iter = iter(seeds)
-        pending = deque(pool.submit(_run_in_worker, seed) for seed in itertools.islice(seed_iter, 2 * workers))
-        while pending:
-            episode = pending.popleft().result()
-            pending.extend(pool.submit(_run_in_worker, seed) for seed in itertools.islice(seed_iter, 1))
-            yield episode
-    finally:
-        pool.shutdown(cancel_futures=True)
+def rollouts(job: Job, seeds: Iterable[int], backend: parallel.Backend) -> Iterator[EpisodeData]:
+    """Episodes in seed order whatever the backend; seeds are consumed lazily (a few ahead per worker)."""
+    for _, episode in parallel.imap(worker_collector, job, seeds, backend, lambda seed: f"episode seed {seed}"):
+        yield episode
 
 
 FORMAT_CHOICES = (*FORMATS, "both")
@@ -203,7 +180,7 @@ class Plan:
     start_seed: int
     max_attempts: int
     keep_failures: bool
-    workers: int
+    backend: parallel.Backend
     collection: dict  # the existing dataset's record when resuming, else empty
 
 
@@ -310,7 +287,7 @@ def plan_collection(args: argparse.Namespace) -> Plan:
             raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps, perturbation)
     return Plan(output, mode, names, use_video, job, policy, args.episodes, start_seed, max_attempts,
-                args.keep_failures, args.workers, record)
+                args.keep_failures, parallel.backend(args.workers, args.ray), record)
 
 
 class _StopFlag:
@@ -371,8 +348,9 @@ def collect(plan: Plan) -> int:
     try:
         with guarded_write(stage.path, advice):
             writers = make_writers(stage.path, plan)
-        with (contextlib.closing(rollouts(plan.job, plan.policy, seeds, plan.workers)) as episodes,
-              tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress):
+        with (contextlib.closing(rollouts(plan.job, seeds, plan.backend)) as episodes,
+              tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress,
+              parallel.KeepComplete() as stopped):
             for episode in episodes:
                 attempted += 1
                 successes += episode.success
@@ -405,11 +383,11 @@ def collect(plan: Plan) -> int:
     elapsed = time.perf_counter() - started
     last = plan.start_seed + attempted - 1
     print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
-          f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.workers} worker(s))"
+          f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.backend})"
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
-    if stop.raised:
-        print(f"interrupted: {kept} complete episode(s) saved" + ("; continue with --resume" if kept else ""),
-              file=sys.stderr)
+    if stop.raised or stopped.reason:
+        print(f"{stopped.reason or 'interrupted'}: {kept} complete episode(s) saved"
+              + ("; continue with --resume" if kept else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     if kept < plan.episodes:
         print(f"error: only {kept} of {plan.episodes} episodes succeeded in {attempted} attempts; raise "
@@ -476,6 +454,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              f"DIR/<format>/ (default: lerobot; with --resume: the existing dataset's)")
     parser.add_argument("--start-seed", type=int, help="first seed (default 0; with --resume: after the last tried)")
     parser.add_argument("--workers", type=int, default=1, help="processes recording episodes in parallel")
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help="record episodes as Ray tasks (--workers at a time) on the cluster at ADDRESS (default: "
+                             "RAY_ADDRESS, else a local Ray for this run); docs/scale.md")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --output")
     parser.add_argument("--resume", action="store_true",
                         help="add episodes to the dataset at --output, seeds continuing after the last tried "

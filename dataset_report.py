@@ -2,7 +2,8 @@
 
     python dataset_report.py DIR [DIR ...] [--imitation] [--learner mlp flow] [--seeds 3] [--exec-horizon 8 1]
                              [--episodes 100] [--start-seed 100000] [--max-frames N [N ...]] [--reference DIR ...]
-                             [--train-steps S] [--workers 2] [--plot PNG] [--json OUT [--overwrite]]
+                             [--quick | --train-steps S] [--workers 2] [--ray [ADDRESS]] [--work-dir DIR]
+                             [--plot PNG] [--json OUT [--overwrite]]
 
 DIR: a LeRobot v3.0 or zarr dataset written by collect_dataset.py (a `--format both` folder is read through its
 LeRobot part), or any Diffusion Policy replay zarr such as the human reference. The statistics are PROTOCOL.md's
@@ -10,10 +11,16 @@ LeRobot part), or any Diffusion Policy replay zarr such as the human reference. 
 head) with each of --seeds training seeds on every frame (agent position and block keypoints of 2 frames in, 16 PD
 targets out) and evaluates it with pusht-eval-v1 on --episodes starts, executing --exec-horizon targets open-loop
 per prediction; every horizon shares one trained learner. Figures are the mean ± std over seeds, their range, and
-the Wilson interval of the pooled episodes. --max-frames keeps the first whole episodes up to each budget (several
+the Wilson interval of the pooled episodes. Each learner trains for its converged budget where one is measured
+(`converged_steps` in its config; none is yet, so today every learner trains for its `steps`, the cheap budget);
+--quick keeps the cheap budget (mlp 20k steps, flow 10k, image 6k head steps) whatever is measured, --train-steps
+sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the same command continues an
+interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up to each budget (several
 budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside the others.
-Every job runs on one thread (the figures repeat exactly); --workers jobs run at once.
-Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot could not be written, 130 interrupted.
+Every job runs on one thread (the figures repeat exactly); --workers jobs run at once, in local processes or, with
+--ray, as Ray tasks (docs/scale.md): the figures are the same.
+Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot could not be written, 130 interrupted (by
+Ctrl-C, a failed job or lost workers: the finished jobs stay in --work-dir).
 """
 
 from __future__ import annotations
@@ -27,11 +34,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cli_common import BadInput, check_writable_dir, run_command
+import parallel
+from cli_common import EXIT_INTERRUPTED, BadInput, check_writable_dir, run_command
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
-from imitation.judge import LEARNERS, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
+from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
 from imitation.plot import plot_scaling
 from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_write_bytes, guarded_write
@@ -53,12 +61,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="frame budgets: the first whole episodes up to N frames (several: a scaling curve)")
     parser.add_argument("--reference", nargs="+", default=[], metavar="DIR",
                         help="datasets judged whole with the same learners, seeds and starts (e.g. the human demos)")
+    parser.add_argument("--quick", action="store_true",
+                        help="each learner's cheap budget (mlp 20k, flow 10k, image 6k head steps), not its converged "
+                             "one; identical today: no converged budget is measured yet")
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help="run the jobs as Ray tasks (--workers at a time) on the cluster at ADDRESS (default: "
+                             "RAY_ADDRESS, else a local Ray for this run); docs/scale.md")
     parser.add_argument("--device", default="cpu", help="where learners train and predict, e.g. cuda (default cpu)")
     parser.add_argument("--work-dir", metavar="DIR",
                         help="keep each finished job here and reuse matching ones: an interrupted or extended "
-                             "judgement (more datasets, budgets, seeds) redoes nothing")
+                             "judgement (more datasets, budgets, seeds) redoes nothing, and an unfinished job's "
+                             "training resumes from its last checkpoint")
     parser.add_argument("--save-learners", metavar="DIR",
                         help="keep every trained learner here (DATASET_FRAMES_LEARNER_sSEED.pt), e.g. to drive "
                              "collect_dataset.py --burst-learner (relabelling rounds)")
@@ -79,11 +94,14 @@ def _check_output(path: str | None, flag: str, overwrite: bool) -> None:
     check_writable_dir(out.parent, flag)
 
 
-def validate(args: argparse.Namespace) -> None:
+def validate(args: argparse.Namespace) -> parallel.Backend:
+    """Check every flag before any dataset is read; the backend the jobs will run on."""
     for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
                         ("--train-steps", args.train_steps)):
         if value is not None and value < 1:
             raise BadInput(f"{flag} must be >= 1, got {value}")
+    if args.quick and args.train_steps:
+        raise BadInput("--quick and --train-steps both set the budget; give one of them")
     if args.max_frames and min(args.max_frames) < 1:
         raise BadInput(f"--max-frames must be >= 1, got {min(args.max_frames)}")
     horizon = LearnerConfig.horizon
@@ -103,6 +121,7 @@ def validate(args: argparse.Namespace) -> None:
     for flag, folder in (("--work-dir", args.work_dir), ("--save-learners", args.save_learners)):
         if folder:
             check_writable_dir(Path(folder), flag)
+    return parallel.backend(args.workers, args.ray)
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
@@ -126,7 +145,7 @@ def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
 
 def report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    validate(args)
+    backend = validate(args)
     # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
     parts: list[tuple[str, list[Demonstration]]] = []
     result: dict = {"datasets": []}
@@ -146,10 +165,17 @@ def report(args: argparse.Namespace) -> int:
                 for label, used in parts for learner in args.learner for seed in range(args.seeds)]
         # the costliest learners first, so the last job to finish is a short one
         order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
-        overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {})}
+        overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {}),
+                     **({QUICK: True} if args.quick else {})}
         store = JobStore(Path(args.work_dir) if args.work_dir else None)
         save_to = Path(args.save_learners) if args.save_learners else None
-        results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, args.workers, overrides, store, save_to)
+        try:
+            results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, backend, overrides, store, save_to)
+        except parallel.Stopped as err:
+            kept = (f"the finished jobs are kept in {args.work_dir}; run the same command to go on" if args.work_dir
+                    else "pass --work-dir to keep finished jobs")
+            print(f"{err}: {kept}", file=sys.stderr)
+            return EXIT_INTERRUPTED
         rows = aggregate(results)
         result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
                                "summary": rows, "runs": results}

@@ -1,5 +1,6 @@
-"""Judging a dataset with several learners and training seeds: the jobs, run in parallel processes, and the figures
-that aggregate them (mean and spread over seeds, and the Wilson interval of the pooled episodes).
+"""Judging a dataset with several learners and training seeds: the jobs, run in parallel (local processes or Ray
+tasks, parallel.py), and the figures that aggregate them (mean and spread over seeds, and the Wilson interval of the
+pooled episodes).
 
 One job = one learner trained with one seed on one frame budget of one dataset, evaluated at every execution
 horizon asked for (one trained learner serves them all).
@@ -9,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
+import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+import parallel
 from datasets_io.readers import Demonstration
 from eval_protocol import wilson_interval
 from imitation import flow, image, mlp
@@ -27,7 +28,8 @@ from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_file, atomic_write_bytes
 
-Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool], tuple[ChunkPolicy, dict]]
+# (episodes, config, progress, work_dir: where training checkpoints live, or None) → (policy, training record)
+Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool, Path | None], tuple[ChunkPolicy, dict]]
 LEARNER_FORMAT = "pusht_sac.learner/1"
 
 
@@ -55,15 +57,23 @@ class Job:
     seed: int
 
 
+QUICK = "quick"  # an overrides key: True trains each learner for its cheap `steps`, not its converged budget
+
+
 def job_config(job: Job, overrides: dict | None) -> LearnerConfig:
-    """The learner's default config with the job's seed and `overrides` (e.g. steps, device)."""
-    return replace(LEARNERS[job.learner].config, seed=job.seed, **(overrides or {}))
+    """The learner's default config at its converged budget where measured (`converged_steps`, else `steps`), with
+    the job's seed and `overrides` (e.g. steps, device; {QUICK: True}: the cheap `steps`)."""
+    base, settings = LEARNERS[job.learner].config, dict(overrides or {})
+    steps = base.steps if settings.pop(QUICK, False) else base.converged_steps or base.steps
+    return replace(base, seed=job.seed, **{"steps": steps, **settings})
 
 
 def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], overrides: dict | None) -> dict:
-    """Everything a job's result depends on: a stored result is reused only when all of it matches."""
-    return {"job": asdict(job), "config": asdict(job_config(job, overrides)), "exec_horizons": list(exec_horizons),
-            "eval_seeds": [eval_seeds[0], len(eval_seeds)]}
+    """Everything a job's result depends on: a stored result is reused only when all of it matches. In its JSON form
+    (tuples as lists), as the store reads it back."""
+    key = {"job": asdict(job), "config": asdict(job_config(job, overrides)), "exec_horizons": list(exec_horizons),
+           "eval_seeds": [eval_seeds[0], len(eval_seeds)]}
+    return json.loads(json.dumps(key))
 
 
 def save_learner(path: Path, name: str, policy: ChunkPolicy) -> None:
@@ -94,12 +104,14 @@ def learner_file(folder: Path, job: Job) -> Path:
 
 
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
-            overrides: dict | None = None, progress: bool = False, save_to: Path | None = None) -> dict:
+            overrides: dict | None = None, progress: bool = False, save_to: Path | None = None,
+            work_dir: Path | None = None) -> dict:
     """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
-    With `save_to`, the trained learner is kept there (`learner_file`)."""
+    With `save_to`, the trained learner is kept there (`learner_file`); with `work_dir`, its training checkpoints
+    there and an interrupted job's training continues from them."""
     torch.set_num_threads(1)
     config, fit = job_config(job, overrides), LEARNERS[job.learner].fit
-    policy, training = fit(episodes, config, progress)
+    policy, training = fit(episodes, config, progress, work_dir)
     if save_to is not None:
         save_learner(learner_file(save_to, job), job.learner, policy)
     results = {}
@@ -122,6 +134,10 @@ class JobStore:
         name = f"{Path(job['dataset']).name}_{job['frames']}_{job['learner']}_s{job['seed']}_{digest}.json"
         return self.folder / name
 
+    def work_dir(self, key: dict) -> Path | None:
+        """Where the job of `key` keeps its training checkpoints until it is stored: the key decides reuse."""
+        return None if self.folder is None else self._path(key).with_suffix(".partial")
+
     def get(self, key: dict) -> dict | None:
         if self.folder is None or not self._path(key).is_file():
             return None
@@ -131,40 +147,44 @@ class JobStore:
     def put(self, key: dict, result: dict) -> None:
         if self.folder is not None:
             atomic_write_bytes(self._path(key), (json.dumps({"key": key, "result": result}) + "\n").encode())
+            shutil.rmtree(self.work_dir(key), ignore_errors=True)  # the stored result supersedes the checkpoints
+
+
+def job_runner(context: tuple) -> Callable[[int], dict]:
+    """A worker's side of a judgement: job n's result. The jobs' data come once per worker, not once per job."""
+    jobs, work_dirs, exec_horizons, eval_seeds, overrides, progress, save_to = context
+    return lambda n: run_job(*jobs[n], exec_horizons, eval_seeds, overrides, progress, save_to, work_dirs[n])
+
+
+def describe(job: Job) -> str:
+    return f"job {job.learner} seed {job.seed} on {job.frames} frames of {job.dataset}"
 
 
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
-             eval_seeds: Sequence[int], workers: int, overrides: dict | None = None,
+             eval_seeds: Sequence[int], backend: parallel.Backend, overrides: dict | None = None,
              store: JobStore | None = None, save_to: Path | None = None) -> list[dict]:
-    """Every job's result, in the order given; `workers` processes share them, one progress bar counts them.
+    """Every job's result, in the order given; the backend's workers share them, one progress bar counts them.
     Jobs already in `store` are not run again (unless their learner is to be saved and is missing); each
-    finished job goes there as soon as it ends."""
+    finished job goes there as soon as it ends, and an unfinished one's training resumes from its checkpoints."""
     store = store or JobStore(None)
     keys = [job_key(job, exec_horizons, eval_seeds, overrides) for job, _ in jobs]
     results: dict[int, dict] = {
         n: found for n, key in enumerate(keys)
         if (found := store.get(key)) is not None and (save_to is None or learner_file(save_to, jobs[n][0]).is_file())}
     todo = [n for n in range(len(jobs)) if n not in results]
+    if len(todo) <= 1 and backend.ray is None:
+        backend = parallel.Backend()  # a single job runs here: no process to spawn
+    progress = len(jobs) == 1 and backend == parallel.Backend()  # the job's own bars, where they can be seen
+    context = (list(jobs), [store.work_dir(key) for key in keys], exec_horizons, eval_seeds, overrides, progress,
+               save_to)
     with tqdm(total=len(jobs), initial=len(results), desc="imitation: judging", unit="job",
               disable=len(jobs) == 1 or None) as bar:
-        def finished(n: int, result: dict) -> None:
+        for n, result in parallel.imap(job_runner, context, todo, backend, lambda n: describe(jobs[n][0]),
+                                       ordered=False):
             results[n] = result
             store.put(keys[n], result)
             bar.set_postfix_str(f"done {jobs[n][0].learner} seed {jobs[n][0].seed} on {jobs[n][0].frames} frames")
             bar.update(1)
-
-        if workers <= 1 or len(todo) <= 1:
-            for n in todo:
-                finished(n, run_job(jobs[n][0], jobs[n][1], exec_horizons, eval_seeds, overrides,
-                                    progress=len(jobs) == 1, save_to=save_to))
-        else:
-            # spawn: fresh interpreters, so each worker's single torch thread is not inherited state
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(run_job, *jobs[n], exec_horizons, eval_seeds, overrides, False, save_to): n
-                           for n in todo}
-                for future in as_completed(futures):
-                    finished(futures[future], future.result())
     return [results[n] for n in range(len(jobs))]
 
 

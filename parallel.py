@@ -1,0 +1,252 @@
+"""The one execution seam of the embarrassingly parallel work (collection episodes, judge jobs): a lazily fed map
+over this process, a pool of spawned local processes, or Ray tasks on a cluster, with the same results on each.
+
+A run hands over `setup` and `context`, both picklable: every worker calls setup(context) once and gets the function
+that turns one item into its result, so heavy state (an env and a policy, a judgement's datasets) is built or sent
+once per worker, not once per item. Only this module imports Ray, and only when a Backend asks for it
+(requirements-ray.txt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import logging
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from cli_common import BadInput
+
+C = TypeVar("C")
+T = TypeVar("T")
+R = TypeVar("R")
+Setup = Callable[[C], Callable[[T], R]]
+
+AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
+RAY_INSTALL = "pip install -r requirements-ray.txt"
+RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
+RAY_POLL_S, RAY_ANSWER_S = 10.0, 30.0  # while waiting, the cluster is asked every POLL s and must answer in ANSWER s
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where items run: this process (1 worker, no Ray), `workers` spawned processes, or at most `workers` Ray tasks
+    at a time on the cluster at `ray` ("": RAY_ADDRESS if set, else a local Ray started for the run)."""
+
+    workers: int = 1
+    ray: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.workers} {'Ray ' if self.ray is not None else ''}worker(s)"
+
+
+def backend(workers: int, ray: str | None) -> Backend:
+    """The backend that --workers and --ray ask for; bad input if --ray is given where Ray is not installed."""
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise BadInput(f"--ray needs Ray, which is not installed here: {RAY_INSTALL}")
+    return Backend(workers, ray)
+
+
+class Stopped(Exception):
+    """The run cannot go on: a task failed (it is named), or the workers or the cluster are gone. What was yielded
+    before is complete; the message is one line for the user."""
+
+
+class KeepComplete(contextlib.AbstractContextManager):
+    """Ends its `with` block quietly on Stopped and keeps the reason, so the caller saves what is complete (as after
+    Ctrl-C) and says why in one line."""
+
+    reason: str | None = None
+
+    def __exit__(self, kind: type | None, error: BaseException | None, _traceback: object) -> bool:
+        if isinstance(error, Stopped):
+            self.reason = str(error)
+            return True
+        return False
+
+
+def imap(setup: Setup, context: Any, items: Iterable[T], backend: Backend, name: Callable[[T], str],
+         ordered: bool = True) -> Iterator[tuple[T, Any]]:
+    """(item, result) pairs, in item order (`ordered`) or as they finish. Items are taken lazily, AHEAD per worker
+    in flight; closing the iterator early stops what is still running. A task that raises ends the run as Stopped,
+    named by `name(item)` (Ray retries it once first); in this process its exception propagates as it is."""
+    if backend.workers == 1 and backend.ray is None:
+        run = setup(context)
+        for item in items:
+            yield item, run(item)
+        return
+    runner = _Ray(setup, context, backend) if backend.ray is not None else _Processes(setup, context, backend.workers)
+    feed = iter(items)
+    pending: dict[Any, T] = {}  # handle -> item, in submission order
+
+    def submit(count: int) -> None:
+        for item in itertools.islice(feed, count):
+            pending[runner.submit(item)] = item
+
+    try:
+        submit(AHEAD * backend.workers)
+        while pending:
+            handle = next(iter(pending)) if ordered else runner.first_done(pending)
+            item = pending.pop(handle)
+            result = runner.result(handle, name(item))
+            submit(1)
+            yield item, result
+    finally:
+        runner.close(list(pending))
+
+
+_prepared: tuple[object, Callable] | None = None  # this worker process's (context id, setup(context))
+
+
+def _start_process(setup: Setup, context: Any) -> None:
+    global _prepared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and keeps what is complete
+    _prepared = (None, setup(context))
+
+
+def _run_prepared(item: Any) -> Any:
+    return _prepared[1](item)
+
+
+class _Processes:
+    """A local pool of spawned processes: fresh interpreters, so no worker inherits the driver's threads or state."""
+
+    def __init__(self, setup: Setup, context: Any, workers: int) -> None:
+        self.pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _start_process,
+                                        (setup, context))
+
+    def submit(self, item: Any) -> Future:
+        return self.pool.submit(_run_prepared, item)
+
+    def first_done(self, pending: dict[Future, Any]) -> Future:
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        return next(future for future in pending if future in done)
+
+    def result(self, future: Future, name: str) -> Any:
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise Stopped("a worker process died (killed, or out of memory)") from None
+        except Exception as err:
+            raise Stopped(f"{name} failed: {type(err).__name__}: {err}") from err
+
+    def close(self, pending: list[Future]) -> None:
+        # ProcessPoolExecutor cannot stop a running call (before Python 3.14's terminate_workers): when work is
+        # left over, end the workers rather than wait for results nobody will read
+        processes = list((self.pool._processes or {}).values()) if pending else []
+        self.pool.shutdown(wait=not pending, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+
+
+def _ray_run(setup: Setup, box: list, item: Any) -> Any:
+    """One Ray task: the worker process prepares the run's context once (box[0], an object ref), then reuses it."""
+    global _prepared
+    import ray
+
+    if _prepared is None or _prepared[0] != box[0].hex():
+        _prepared = (box[0].hex(), setup(ray.get(box[0])))
+    return _prepared[1](item)
+
+
+class _Ray:
+    """Ray tasks in a placement group of `workers` CPUs: exactly that many run at once, on any cluster."""
+
+    def __init__(self, setup: Setup, context: Any, backend: Backend) -> None:
+        import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self.ray = ray
+        self.lost = False
+        self.owned = not ray.is_initialized()
+        if self.owned:
+            # Ray ends a driver that has lost its cluster for 60 s, wherever it is (mid-write); this run notices by
+            # itself (`_wait`) and saves what is complete, so it keeps Ray from ending it first
+            os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "86400")
+            address = backend.ray or os.environ.get("RAY_ADDRESS") or None  # None: a local Ray
+            # a local Ray for the run is sized like the local pool, and its workers run at normal priority as the
+            # pool's do (Ray nices them by default, which starves them on a busy machine)
+            local = {"num_cpus": backend.workers, "_system_config": {"worker_niceness": 0}}
+            try:
+                ray.init(address=address, logging_level=logging.WARNING, **({} if address else local))
+            except ConnectionError as err:
+                raise BadInput(f"cannot reach a Ray cluster at {address} ({err}); start one "
+                               f"with `ray start --head` or fix --ray") from None
+        self.group = placement_group([{"CPU": 1}] * backend.workers)
+        if not self.group.wait(timeout_seconds=RAY_RESERVE_S):
+            total = ray.cluster_resources().get("CPU", 0)
+            self.close([])
+            raise BadInput(f"the Ray cluster did not free {backend.workers} CPUs for --workers {backend.workers} in "
+                           f"{RAY_RESERVE_S:.0f} s ({total:.0f} in all); lower --workers")
+        self.box = [ray.put(context)]  # in a list, so each task receives the ref and resolves it only once
+        self.task = ray.remote(_ray_run).options(
+            num_cpus=1, max_retries=1, retry_exceptions=True,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(self.group))
+        self.setup = setup
+
+    def submit(self, item: Any) -> Any:
+        return self.task.remote(self.setup, self.box, item)
+
+    def _fetch(self, refs: list, value: bool) -> Any:
+        """The first of `refs` to finish (its value, if `value`), fetched in a helper thread while this one asks the
+        cluster every RAY_POLL_S whether it still answers: with the cluster dead, Ray's own calls wait forever."""
+        answer: queue.Queue = queue.Queue()
+
+        def fetch() -> None:
+            try:
+                ref = self.ray.wait(refs, num_returns=1)[0][0]
+                answer.put((ref, self.ray.get(ref) if value else None, None))
+            except Exception as err:  # handed to the caller's thread
+                answer.put((None, None, err))
+
+        threading.Thread(target=fetch, daemon=True).start()
+        while True:
+            try:
+                ref, result, error = answer.get(timeout=RAY_POLL_S)
+                break
+            except queue.Empty:
+                probe = threading.Thread(target=self.ray.cluster_resources, daemon=True)
+                probe.start()
+                probe.join(RAY_ANSWER_S)
+                if probe.is_alive():
+                    self.lost = True
+                    raise Stopped(f"the Ray cluster stopped answering (nothing for {RAY_ANSWER_S:.0f} s)") from None
+        if error is not None:
+            raise error
+        return result if value else ref
+
+    def first_done(self, pending: dict) -> Any:
+        return self._fetch(list(pending), value=False)
+
+    def result(self, ref: Any, name: str) -> Any:
+        errors = self.ray.exceptions
+        try:
+            return self._fetch([ref], value=True)
+        except errors.RayTaskError as err:
+            cause = err.cause if err.cause is not None else err
+            raise Stopped(f"{name} failed twice: {type(cause).__name__}: {cause}") from None
+        except (errors.RayError, ConnectionError) as err:
+            self.lost = True
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise Stopped(f"the Ray workers or cluster were lost ({reason})") from None
+
+    def close(self, pending: list) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        if self.lost:
+            return  # every call would wait for the dead cluster
+        for ref in pending:
+            self.ray.cancel(ref, force=True)
+        remove_placement_group(self.group)
+        if self.owned:
+            self.ray.shutdown()
