@@ -65,7 +65,8 @@ from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
-from policy_io import LoadedPolicy, load_policy
+from imitation.policy import ChunkPolicy
+from policy_io import LoadedPolicy
 from sac.checkpoint import guarded_write
 
 EXIT_SHORT = 1
@@ -76,33 +77,34 @@ EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)
 
 @dataclass(frozen=True)
 class Job:
-    """What a process needs to record seeds; picklable, so each spawned worker rebuilds env and policy."""
+    """What a worker needs to record seeds. Picklable, and it carries the loaded policies rather than their paths, so
+    a worker needs no file of the driver's: Ray workers on other machines (or in another directory) act the same."""
 
-    checkpoint: str | None  # None: uniform random actions
+    policy: LoadedPolicy | None  # None: uniform random actions
     action_noise: float
     image_size: int
     max_steps: int
     perturbation: Perturbation = Perturbation()
+    burst_learner: ChunkPolicy | None = None  # the loaded `perturbation.learner`
 
 
-def burst_driver(perturbation: Perturbation) -> DriverFactory | None:
+def burst_driver(job: Job) -> DriverFactory | None:
     """A relabelling round's bursts: the saved imitation learner steers them (None: noise bursts or none)."""
-    if perturbation.learner is None:
+    if job.burst_learner is None:
         return None
-    learner = load_learner(perturbation.learner)
-    return lambda seed: LearnerBursts(learner, perturbation.learner_exec, seed)
+    return lambda seed: LearnerBursts(job.burst_learner, job.perturbation.learner_exec, seed)
 
 
 class Collector:
     """One process's env and policy; records one seed at a time."""
 
-    def __init__(self, job: Job, policy: LoadedPolicy | None) -> None:
+    def __init__(self, job: Job) -> None:
         self.job = job
-        self.policy = policy
+        self.policy = job.policy
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
-        self.env = make_env(*env_spec(policy), **size)
+        self.env = make_env(*env_spec(job.policy), **size)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
-        self.bursts = burst_driver(job.perturbation)
+        self.bursts = burst_driver(job)
 
     def __call__(self, seed: int) -> EpisodeData:
         base = self.policy or random_policy(seed, 2)
@@ -124,9 +126,9 @@ class Collector:
 
 
 def worker_collector(job: Job) -> Collector:
-    """A worker's recorder, built from the picklable job: every process or Ray worker loads the policy itself."""
+    """A worker's recorder, built from the picklable job (every process or Ray worker builds its own env)."""
     torch.set_num_threads(1)  # one thread everywhere: the same arithmetic, so the same actions, on any backend
-    return Collector(job, load_policy(job.checkpoint) if job.checkpoint else None)
+    return Collector(job)
 
 
 def rollouts(job: Job, seeds: Iterable[int], backend: parallel.Backend) -> Iterator[EpisodeData]:
@@ -280,12 +282,13 @@ def plan_collection(args: argparse.Namespace) -> Plan:
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
     perturbation = plan_perturbation(args, record)
+    burst_learner = None
     if perturbation.learner is not None:
         try:
-            load_learner(perturbation.learner)
+            burst_learner = load_learner(perturbation.learner)
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
-    job = Job(policy.source if policy else None, args.action_noise, image_size, max_steps, perturbation)
+    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_learner)
     return Plan(output, mode, names, use_video, job, policy, args.episodes, start_seed, max_attempts,
                 args.keep_failures, parallel.backend(args.workers, args.ray), record)
 
@@ -309,7 +312,8 @@ class _StopFlag:
 
 def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
     """meta/collection.json (zarr: the `collection` attribute): settings that must not change, and each run."""
-    run = {"policy": plan.job.checkpoint or "random", "policy_step": plan.policy.step if plan.policy else None,
+    policy = plan.policy
+    run = {"policy": policy.source if policy else "random", "policy_step": policy.step if policy else None,
            "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
            "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
            "kept": kept}

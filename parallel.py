@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from cli_common import BadInput
@@ -33,6 +34,7 @@ Setup = Callable[[C], Callable[[T], R]]
 
 AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
 RAY_INSTALL = "pip install -r requirements-ray.txt"
+PROJECT = Path(__file__).resolve().parent
 RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
 RAY_POLL_S, RAY_ANSWER_S = 10.0, 30.0  # while waiting, the cluster is asked every POLL s and must answer in ANSWER s
 
@@ -177,8 +179,14 @@ class _Ray:
             # a local Ray for the run is sized like the local pool, and its workers run at normal priority as the
             # pool's do (Ray nices them by default, which starves them on a busy machine)
             local = {"num_cpus": backend.workers, "_system_config": {"worker_niceness": 0}}
+            # on a cluster, every task runs this very checkout's code (Ray uploads it once, leaving out what
+            # .gitignore names: data, runs, venvs), so no node needs a copy of the project, nor the same version
+            cluster = {"runtime_env": {"working_dir": str(PROJECT), "excludes": [".git"]}}
             try:
-                ray.init(address=address, logging_level=logging.WARNING, **({} if address else local))
+                # "local": a Ray of its own even where `ray start` left one running on this machine, which
+                # ray.init() would join otherwise
+                ray.init(address=address or "local", logging_level=logging.WARNING,
+                         **(cluster if address else local))
             except ConnectionError as err:
                 raise BadInput(f"cannot reach a Ray cluster at {address} ({err}); start one "
                                f"with `ray start --head` or fix --ray") from None
