@@ -160,10 +160,21 @@ def _ray_run(setup: Setup, box: list, item: Any) -> Any:
     return _prepared[1](item)
 
 
+def _token_at_hand() -> bool:
+    """Whether a Ray authentication token is set for this user (where Ray itself looks for one)."""
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or Path(
+        os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token")).is_file()
+
+
 class _Ray:
     """Ray tasks in a placement group of `workers` CPUs: exactly that many run at once, on any cluster."""
 
     def __init__(self, setup: Setup, context: Any, backend: Backend) -> None:
+        address = backend.ray or os.environ.get("RAY_ADDRESS") or None  # None: a local Ray
+        if address and "RAY_AUTH_MODE" not in os.environ and _token_at_hand():
+            # `ray start` turns token authentication on where a token exists, but ray.init(address) does not look
+            # for one, and Ray reads the mode once, on import: without this, this machine's cluster refuses us
+            os.environ["RAY_AUTH_MODE"] = "token"
         import ray
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -175,7 +186,6 @@ class _Ray:
             # Ray ends a driver that has lost its cluster for 60 s, wherever it is (mid-write); this run notices by
             # itself (`_wait`) and saves what is complete, so it keeps Ray from ending it first
             os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "86400")
-            address = backend.ray or os.environ.get("RAY_ADDRESS") or None  # None: a local Ray
             # a local Ray for the run is sized like the local pool, and its workers run at normal priority as the
             # pool's do (Ray nices them by default, which starves them on a busy machine)
             local = {"num_cpus": backend.workers, "_system_config": {"worker_niceness": 0}}
@@ -188,8 +198,9 @@ class _Ray:
                 ray.init(address=address or "local", logging_level=logging.WARNING,
                          **(cluster if address else local))
             except ConnectionError as err:
-                raise BadInput(f"cannot reach a Ray cluster at {address} ({err}); start one "
-                               f"with `ray start --head` or fix --ray") from None
+                token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
+                raise BadInput(f"cannot reach a Ray cluster at {address} ({err}); start one with `ray start "
+                               f"--head` or fix --ray{token if address else ''}") from None
         self.group = placement_group([{"CPU": 1}] * backend.workers)
         if not self.group.wait(timeout_seconds=RAY_RESERVE_S):
             total = ray.cluster_resources().get("CPU", 0)
