@@ -15,7 +15,7 @@ from eval_protocol import Policy, eval_env_options
 from policy_io import LoadedPolicy, load_policy, policy_from_data
 from sac.checkpoint import CheckpointError, WriteError, ensure_writable_dir, load_latest
 
-# The command-line contract's exit codes (PROTOCOL.md), shared by every script.
+# The exit codes every script shares (each one's --help lists them).
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 74  # sysexits' EX_IOERR: a file could not be written (full disk, I/O error); nothing torn
 EXIT_INTERRUPTED = 130

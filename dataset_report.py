@@ -5,16 +5,17 @@
                              [--quick | --train-steps S] [--workers 2] [--ray [ADDRESS]] [--work-dir DIR]
                              [--plot PNG] [--json OUT [--overwrite]]
 
-DIR: a LeRobot v3.0 or zarr dataset written by collect_dataset.py (a `--format both` folder is read through its
-LeRobot part), or any Diffusion Policy replay zarr such as the human reference. The statistics are PROTOCOL.md's
-"Demonstration statistics". --imitation trains each --learner (mlp: regression; flow: a flow-matching generative
-head) with each of --seeds training seeds on every frame (agent position and block keypoints of 2 frames in, 16 PD
-targets out) and evaluates it with pusht-eval-v1 on --episodes starts, executing --exec-horizon targets open-loop
-per prediction; every horizon shares one trained learner. Figures are the mean ± std over seeds, their range, and
-the Wilson interval of the pooled episodes. Each learner trains for its converged budget where one is measured
-(`converged_steps` in its config; none is yet, so today every learner trains for its `steps`, the cheap budget);
---quick keeps the cheap budget (mlp 20k steps, flow 10k, image 6k head steps) whatever is measured, --train-steps
-sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the same command continues an
+DIR: a dataset written by collect_dataset.py in any of its formats (LeRobot v3.0 or v2.1, zarr, RLDS; a folder of
+several formats is read through one of them, its zarr part for the image learner), or any Diffusion Policy replay zarr
+such as the human reference. The statistics are those of docs/protocol.md, "Judging a dataset". --imitation trains each
+--learner (mlp: regression; flow: a flow-matching generative head) with each of --seeds training seeds on every frame
+(agent position and block keypoints of 2 frames in, 16 PD targets out) and evaluates it with pusht-eval-v1 on --episodes
+starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner. Figures are
+the mean ± std over seeds, their range, and the Wilson interval of the pooled episodes. Each learner trains for its
+converged budget where one is measured (`converged_steps` in its config; none is yet, so today every learner trains for
+its `steps`, the cheap budget); --quick keeps the cheap budget (mlp 20k steps, flow 10k, image 6k head steps) whatever
+is measured, --train-steps sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the same
+command continues an
 interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up to each budget (several
 budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside the others.
 Every job runs on one thread (the figures repeat exactly); --workers jobs run at once, in local processes or, with
@@ -47,11 +48,11 @@ from sac.checkpoint import atomic_write_bytes, guarded_write
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 or zarr)")
+    parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 / v2.1, zarr, RLDS)")
     parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
     parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(STATE_LEARNERS),
                         help="learners to train: mlp (regression), flow (flow matching), image (flow matching on the "
-                             "96x96 render + agent xy; zarr datasets) (default: mlp flow)")
+                             "96x96 render + agent xy) (default: mlp flow)")
     parser.add_argument("--seeds", type=int, default=3, help="training seeds per learner: 0..N-1 (default 3)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", default=[8, 1], metavar="K",
                         help="targets executed per prediction (one or more values; default 8 1)")

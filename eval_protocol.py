@@ -1,4 +1,4 @@
-"""pusht-eval-v1 (see PROTOCOL.md): one episode per seed, raw-reward metrics, Wilson interval."""
+"""pusht-eval-v1 (see docs/protocol.md): one episode per seed, raw-reward metrics, Wilson interval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Evaluate a policy with the pusht-eval-v1 protocol (PROTOCOL.md): a metrics JSON, mp4 videos, a GIF.
+"""Evaluate a policy with the pusht-eval-v1 protocol (docs/protocol.md): a metrics JSON, mp4 videos, a GIF.
 
     python evaluate.py [--checkpoint PATH | --policy random] [--episodes 50] [--start-seed 100000]
                        [--videos 10] [--video-dir videos] [--gif PATH] [--output eval.json] [--overwrite]

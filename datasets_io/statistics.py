@@ -1,4 +1,4 @@
-"""Motion statistics of a demonstration dataset (PROTOCOL.md "Demonstration statistics"), in env pixels.
+"""Motion statistics of a demonstration dataset (docs/protocol.md, "Judging a dataset"), in env pixels.
 
 Frame t is the state before action t. Differences of actions are taken within an episode only. One function,
 `motion_statistics`, serves dataset_report.py and collect_dataset.py (which stores its result with the dataset).
