@@ -126,7 +126,8 @@ class JobStore:
     """Finished jobs kept one file each in a folder, so an interrupted or extended judgement redoes nothing."""
 
     def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
+        # absolute: the jobs write their checkpoints here from wherever they run (a Ray task's directory is not ours)
+        self.folder = folder.resolve() if folder is not None else None
 
     def _path(self, key: dict) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -176,7 +177,7 @@ def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons:
         backend = parallel.Backend()  # a single job runs here: no process to spawn
     progress = len(jobs) == 1 and backend == parallel.Backend()  # the job's own bars, where they can be seen
     context = (list(jobs), [store.work_dir(key) for key in keys], exec_horizons, eval_seeds, overrides, progress,
-               save_to)
+               save_to.resolve() if save_to is not None else None)
     with tqdm(total=len(jobs), initial=len(results), desc="imitation: judging", unit="job",
               disable=len(jobs) == 1 or None) as bar:
         for n, result in parallel.imap(job_runner, context, todo, backend, lambda n: describe(jobs[n][0]),

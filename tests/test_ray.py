@@ -58,9 +58,13 @@ def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str,
         out = tmp_path / f"{name}.json"
         result = run_script("dataset_report.py", str(data), "--imitation", "--learner", "mlp", "--seeds", "2",
                             "--train-steps", "5", "--episodes", "2", "--exec-horizon", "8", "--workers", "2",
-                            *backend, "--json", str(out), timeout=120)
+                            *backend, "--json", str(out), "--save-learners", f"learners_{name}",
+                            "--work-dir", f"jobs_{name}", cwd=tmp_path, timeout=120)
         assert result.returncode == 0, result.stderr
         reports[name] = json.loads(out.read_text())["imitation"]
+    # relative folders are the driver's, wherever a task runs: the trained learners and stored jobs arrive there
+    assert files(tmp_path / "learners_ray") == files(tmp_path / "learners_pool") and files(tmp_path / "learners_ray")
+    assert files(tmp_path / "jobs_ray").keys() == files(tmp_path / "jobs_pool").keys()
     assert len(reports["ray"]["runs"]) == 2
     assert reports["ray"]["summary"] == reports["pool"]["summary"]
     for ray_run, pool_run in zip(reports["ray"]["runs"], reports["pool"]["runs"], strict=True):
