@@ -1,4 +1,5 @@
-"""The scaling plot: success against training frames, one line per dataset, learner and horizon, seeds as bars."""
+"""The scaling plots: success against training frames (how much data) or against training steps (how long a learner
+trained: the learning curve), one line per dataset, learner and horizon, seeds as bars."""
 
 from __future__ import annotations
 
@@ -13,41 +14,45 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from sac.checkpoint import atomic_file  # noqa: E402
 
+AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
+
 
 def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
-    """One row per (dataset, frames, learner, horizon): the one over the most seeds (a later report wins ties)."""
+    """One row per (dataset, frames, learner, horizon, steps): the one over the most seeds (a later report wins
+    ties). A row without "steps" counts as its own budget."""
     points: dict[tuple, dict] = {}
     for row in rows:
-        point = (row["dataset"], row["frames"], row["learner"], row["exec_horizon"])
+        point = (row["dataset"], row["frames"], row["learner"], row["exec_horizon"], row.get("steps"))
         if point not in points or len(row.get("seeds", [])) >= len(points[point].get("seeds", [])):
             points[point] = row
     return points
 
 
-def plot_scaling(rows: Sequence[dict], out: str | Path, title: str) -> None:
-    """Write a PNG of `aggregate` rows: mean success ± std over seeds at each frame budget, log-scaled frames.
+def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "frames") -> None:
+    """Write a PNG of `aggregate` rows: mean success ± std over seeds against `x` ("frames" or "steps", log-scaled).
 
-    A dataset judged at one budget only (e.g. the human reference at its full size) shows as a single marker.
+    A dataset at one value only (e.g. the human reference judged at its full size) shows as a single marker. Against
+    steps, a dataset is its folder's name, so the same data judged from two places are one line.
     """
     series: dict[tuple, list[dict]] = {}
     for row in rows:
-        series.setdefault((row["dataset"], row["learner"], row["exec_horizon"]), []).append(row)
+        dataset = Path(row["dataset"]).name if x == "steps" else row["dataset"]
+        series.setdefault((dataset, row["learner"], row["exec_horizon"]), []).append(row)
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for (dataset, learner, k), points in series.items():
-        points.sort(key=lambda r: r["frames"])
-        frames = [r["frames"] for r in points]
+        points.sort(key=lambda r: r[x])
         mean = [r["success_rate"]["mean"] for r in points]
         std = [r["success_rate"]["std"] for r in points]
         label = f"{Path(dataset).name}: {learner}, exec {k}"
         style = {"marker": "o", "capsize": 3} if len(points) > 1 else {"marker": "*", "markersize": 12, "capsize": 3}
-        ax.errorbar(frames, mean, yerr=std, label=label, **style)
+        ax.errorbar([r[x] for r in points], mean, yerr=std, label=label, **style)
     ax.set_xscale("log")
-    all_frames = [row["frames"] for row in rows]
-    ax.set_xlim(min(all_frames) / 1.6, max(all_frames) * 1.6)  # room around a single budget too
-    ax.set_xticks(sorted({round(frames, -2) for frames in all_frames}))  # a tick at each budget (to 100 frames)
+    values = [row[x] for row in rows]
+    ax.set_xlim(min(values) / 1.6, max(values) * 1.6)  # room around a single value too
+    ax.set_xticks(sorted({round(value, -2) for value in values}))  # a tick at each value (to 100)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
-    ax.set_xlabel("training frames (whole episodes)")
+    ax.set_xlabel(AXES[x])
     ax.set_ylabel("strict success (pusht-eval-v1)")
     ax.set_ylim(0.0, 1.02)
     ax.grid(True, which="both", alpha=0.3)

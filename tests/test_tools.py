@@ -55,6 +55,30 @@ def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"  # 12000 frames drawn once
     merged = most_seeded(sweep["imitation"]["summary"] + human["imitation"]["summary"])
-    assert merged[("ours", 12000, "flow", 8)]["success_rate"]["mean"] == 0.6  # the 3-seed point, not the 1-seed one
+    # the 3-seed point, not the 1-seed one
+    assert merged[("ours", 12000, "flow", 8, None)]["success_rate"]["mean"] == 0.6
     none = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out), "--learner", "x")
     assert none.returncode == 2 and "no rows" in none.stderr
+
+
+def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(tmp_path):
+    import json
+
+    def report(steps: int, mean: float) -> dict:
+        rows = [{"dataset": f"{where}/human", "frames": 25650, "learner": "flow", "exec_horizon": 8, "seeds": [0],
+                 "success_rate": {"mean": mean, "std": 0.0}} for where in ("a", "b")]
+        runs = [{"dataset": row["dataset"], "frames": 25650, "learner": "flow", "seed": 0,
+                 "training": {"config": {"steps": steps}}} for row in rows]
+        return {"imitation": {"summary": rows, "runs": runs}}
+    paths = []
+    for steps, mean in ((10000, 0.4), (30000, 0.5)):
+        paths.append(tmp_path / f"{steps}.json")
+        paths[-1].write_text(json.dumps(report(steps, mean)))
+    out = tmp_path / "curve.png"
+    result = run_script("tools/plot_scaling.py", *map(str, paths), "--x", "steps", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"  # neither budget hides the other
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"imitation": {"summary": report(10000, 0.4)["imitation"]["summary"]}}))
+    refused = run_script("tools/plot_scaling.py", str(bare), "--x", "steps", "--output", str(out))
+    assert refused.returncode == 2 and "needs the reports' runs" in refused.stderr

@@ -1,9 +1,10 @@
 """One scaling plot from several `dataset_report.py --json` reports (e.g. a budget sweep and the human reference
 judged once), so a sweep need not retrain what another report already measured. A point (dataset, frames,
-learner, horizon) that several reports hold is drawn once, from the report with the most seeds.
+learner, horizon, training steps) that several reports hold is drawn once, from the report with the most seeds.
+`--x steps` draws the learning curve instead: reports of the same data judged at several `--train-steps`.
 
     python tools/plot_scaling.py REPORT.json [REPORT.json ...] --output assets/scaling.png [--learner flow]
-                                 [--exec-horizon 8]
+                                 [--exec-horizon 8] [--x frames|steps]
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from imitation.plot import most_seeded, plot_scaling  # noqa: E402
+from imitation.plot import AXES, most_seeded, plot_scaling  # noqa: E402
+
+
+def rows_with_steps(imitation: dict) -> list[dict]:
+    """A report's summary rows, each with the training steps its runs used ("steps"; None where it has no runs)."""
+    steps = {(run["dataset"], run["frames"], run["learner"]): run["training"]["config"]["steps"]
+             for run in imitation.get("runs", [])}
+    return [{**row, "steps": steps.get((row["dataset"], row["frames"], row["learner"]))}
+            for row in imitation["summary"]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,12 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--learner", nargs="+", help="learners to draw (default: all in the reports)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", help="horizons to draw (default: all)")
-    parser.add_argument("--title", default="success against training frames (pusht-eval-v1)")
+    parser.add_argument("--x", choices=sorted(AXES), default="frames", help="the horizontal axis (default: frames)")
+    parser.add_argument("--title", help="default: success against the --x axis")
     args = parser.parse_args(argv)
     rows = []
     for path in args.reports:
         try:
-            rows += json.loads(path.read_text())["imitation"]["summary"]
+            rows += rows_with_steps(json.loads(path.read_text())["imitation"])
         except (OSError, ValueError, KeyError) as err:
             print(f"error: {path} is not a dataset_report.py --imitation JSON ({type(err).__name__}: {err})",
                   file=sys.stderr)
@@ -37,10 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = list(most_seeded(rows).values())
     rows = [r for r in rows if (not args.learner or r["learner"] in args.learner)
             and (not args.exec_horizon or r["exec_horizon"] in args.exec_horizon)]
+    if args.x == "steps" and any(row["steps"] is None for row in rows):
+        print("error: --x steps needs the reports' runs (dataset_report.py --json writes them)", file=sys.stderr)
+        return 2
     if not rows:
         print("error: no rows left to draw; check --learner and --exec-horizon", file=sys.stderr)
         return 2
-    plot_scaling(rows, args.output, args.title)
+    plot_scaling(rows, args.output, args.title or f"success against {AXES[args.x]} (pusht-eval-v1)", args.x)
     print(f"wrote {args.output} ({len(rows)} series points)")
     return 0
 
