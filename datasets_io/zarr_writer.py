@@ -76,9 +76,15 @@ class ZarrWriter:
             for name, dtype in META.items():
                 meta.zeros(name, shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=dtype, compressor=None)
 
+        self.frames: list[np.ndarray] = []  # img rows not yet stored: they wait for a whole chunk (`_store_frames`)
+
     def add(self, ep: EpisodeData) -> None:
         for name, values in episode_arrays(ep).items():
-            self.group["data"][name].append(values)
+            if name == "img":
+                self.frames.append(values)
+                self._store_frames(final=False)
+            else:
+                self.group["data"][name].append(values)
         meta = self.group["meta"]
         ends = meta["episode_ends"]
         meta["episode_ends"].append(np.array([(ends[-1] if len(ends) else 0) + ep.length]))
@@ -86,7 +92,23 @@ class ZarrWriter:
         meta["episode_success"].append(np.array([ep.success]))
         meta["episode_max_coverage"].append(np.array([ep.max_coverage]))
 
+    def _store_frames(self, final: bool) -> None:
+        """Append the waiting img rows up to the last whole chunk (all of them if `final`). Episodes rarely end on a
+        chunk boundary, and appending into a part-filled chunk decodes and re-encodes it: that made every img chunk
+        cost two or three compressions, the writer's largest cost. The rows wait in memory only: the dataset becomes
+        visible on `close` (staging), so a killed run loses nothing it would have kept."""
+        images = self.group["data"]["img"]
+        waiting = sum(len(block) for block in self.frames)
+        end = images.shape[0] + waiting
+        store = waiting if final else end // IMAGE_CHUNK * IMAGE_CHUNK - images.shape[0]
+        if store <= 0:
+            return
+        rows = np.concatenate(self.frames)
+        images.append(rows[:store])
+        self.frames = [rows[store:]] if store < waiting else []
+
     def close(self, collection: dict) -> None:
+        self._store_frames(final=True)
         self.group.attrs["collection"] = collection
 
 
