@@ -86,6 +86,8 @@ class Job:
     max_steps: int
     perturbation: Perturbation = Perturbation()
     burst_learner: ChunkPolicy | None = None  # the loaded `perturbation.learner`
+    formats: tuple[str, ...] = ()  # what the episodes are written as: the worker prepares what those writers need
+    use_video: bool = True
 
 
 def burst_driver(job: Job) -> DriverFactory | None:
@@ -107,6 +109,9 @@ class Collector:
         self.bursts = burst_driver(job)
 
     def __call__(self, seed: int) -> EpisodeData:
+        return formats.prepare(self.record(seed), self.job.formats, self.job.use_video)
+
+    def record(self, seed: int) -> EpisodeData:
         base = self.policy or random_policy(seed, 2)
         noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
 
@@ -288,7 +293,7 @@ def plan_collection(args: argparse.Namespace) -> Plan:
             burst_learner = load_learner(perturbation.learner)
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
-    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_learner)
+    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_learner, names, use_video)
     return Plan(output, mode, names, use_video, job, policy, args.episodes, start_seed, max_attempts,
                 args.keep_failures, parallel.backend(args.workers, args.ray), record)
 

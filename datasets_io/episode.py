@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import gymnasium as gym
+import imageio.v3 as iio
 import numpy as np
 
+from datasets_io import lerobot_stats
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
 from eval_protocol import Policy, run_episode
 
@@ -44,6 +47,16 @@ class EpisodeData:
     @property
     def length(self) -> int:
         return len(self.action)
+
+    # What several writers derive from the frames, computed once an episode. Computed where the episode was
+    # recorded (`formats.prepare`), they travel with it, and a parallel collection's one writer need not encode them.
+    @cached_property
+    def image_stats(self) -> lerobot_stats.Stats:
+        return lerobot_stats.image_stats(self.image)
+
+    @cached_property
+    def png_frames(self) -> list[bytes]:
+        return [iio.imwrite("<bytes>", image, extension=".png") for image in self.image]
 
 
 def observe(pusht: gym.Env) -> dict[str, np.ndarray]:

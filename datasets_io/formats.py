@@ -57,6 +57,17 @@ FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 
 
+def prepare(ep: EpisodeData, names: Sequence[str], use_video: bool) -> EpisodeData:
+    """`ep` with what the writers of `names` derive from its frames already computed (its image statistics, its
+    PNG frames): called where the episode was recorded, so a parallel collection's workers encode them, not the
+    one writer (benchmarks/ray_overhead.py measures the writer's share)."""
+    lerobot = any(name.startswith("lerobot") for name in names)
+    for wanted, attribute in ((lerobot, "image_stats"), ("rlds" in names or (lerobot and not use_video), "png_frames")):
+        if wanted:
+            getattr(ep, attribute)  # a cached property: computed here, kept on the episode
+    return ep
+
+
 def detect(path: Path) -> str | None:
     """The format of the dataset at `path` itself, or None."""
     try:

@@ -130,7 +130,7 @@ class Writer:
         columns[ANNOTATION_KEY] = np.zeros(ep.length, dtype=np.int64)
         arrays = {key: v3.fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
         if not self.use_video:
-            arrays = {v3.IMAGE_KEY: v3.png_images(ep.image), **arrays}
+            arrays = {v3.IMAGE_KEY: v3.png_images(ep.png_frames), **arrays}
         path = self.root / data_path(index)
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(arrays), path, compression="snappy")
@@ -138,7 +138,7 @@ class Writer:
             video = v3.VideoFile(self.root / video_path(index), self.image_size, VIDEO_CODECS)
             video.write(ep.image)
             video.close()
-        stats = {v3.IMAGE_KEY: lerobot_stats.image_stats(ep.image),
+        stats = {v3.IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         self.stats.append(stats)
         self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,

@@ -177,10 +177,9 @@ def fixed_list(values: np.ndarray) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()), values.shape[1])
 
 
-def png_images(images: np.ndarray) -> pa.Array:
-    """The `datasets.Image()` storage: struct<bytes, path> with PNG bytes."""
-    encoded = [iio.imwrite("<bytes>", image, extension=".png") for image in images]
-    return pa.StructArray.from_arrays([pa.array(encoded, pa.binary()), pa.array([None] * len(images), pa.string())],
+def png_images(encoded: list[bytes]) -> pa.Array:
+    """The `datasets.Image()` storage of PNG-encoded frames: struct<bytes, path>."""
+    return pa.StructArray.from_arrays([pa.array(encoded, pa.binary()), pa.array([None] * len(encoded), pa.string())],
                                       names=["bytes", "path"])
 
 
@@ -298,13 +297,13 @@ class LeRobotWriter:
         columns = frame_columns(ep, episode_index, first)
         arrays = {key: fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
         if not self.use_video:
-            arrays = {IMAGE_KEY: png_images(ep.image), **arrays}
+            arrays = {IMAGE_KEY: png_images(ep.png_frames), **arrays}
         table = pa.table(arrays)
         row = {"episode_index": episode_index, "tasks": [TASK], "length": ep.length, **self._write_data(table),
                "dataset_from_index": first, "dataset_to_index": first + ep.length}
         if self.use_video:
             row.update(self._write_video(ep.image))
-        stats = {IMAGE_KEY: lerobot_stats.image_stats(ep.image),
+        stats = {IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         row.update({f"stats/{key}/{name}": np.asarray(value).tolist()
                     for key, feature in stats.items() for name, value in feature.items()})

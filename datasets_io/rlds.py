@@ -79,7 +79,7 @@ def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
     last = np.zeros(ep.length, dtype=bool)
     last[-1] = True
     features: dict[str, tfrecord.Feature] = {
-        "steps/observation/image": [iio.imwrite("<bytes>", image, extension=".png") for image in ep.image],
+        "steps/observation/image": ep.png_frames,
         "steps/observation/state": ep.agent_pos,
         "steps/observation/environment_state": ep.keypoints,
         "steps/action": ep.action,

@@ -273,3 +273,24 @@ def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:
     assert 1 <= saved < 100 and f"kept {saved} / attempted {saved}" in out
     code, out, _ = run(["--verify", str(root)], capsys)
     assert code == 0, out
+
+
+@pytest.mark.parametrize(("names", "use_video", "prepared"), [
+    (("lerobot", "rlds"), True, {"image_stats", "png_frames"}),
+    (("lerobot-v2.1",), False, {"image_stats", "png_frames"}),
+    (("zarr",), True, set()),
+])
+def test_workers_hand_over_the_frame_encodings_their_writers_need(names, use_video, prepared) -> None:
+    import dataclasses
+
+    import parallel
+
+    job = collect_dataset.Job(None, 0.0, 96, 4, formats=names, use_video=use_video)
+    ((_, episode),) = parallel.imap(collect_dataset.worker_collector, job, [3], parallel.Backend(2), str)
+    assert {"image_stats", "png_frames"} & vars(episode).keys() == prepared  # computed in the spawned process
+    fresh = dataclasses.replace(episode)  # the same episode, nothing cached: the writer's own computation
+    if "png_frames" in prepared:
+        assert episode.png_frames == fresh.png_frames
+    if "image_stats" in prepared:
+        for key, value in fresh.image_stats.items():
+            np.testing.assert_array_equal(episode.image_stats[key], value)
