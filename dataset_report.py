@@ -13,7 +13,7 @@ such as the human reference. The statistics are those of docs/protocol.md, "Judg
 starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner. Figures are
 the mean ± std over seeds, their range, and the Wilson interval of the pooled episodes. Each learner trains for its
 converged budget where one is measured (`converged_steps` in its config; none is yet, so today every learner trains for
-its `steps`, the cheap budget); --quick keeps the cheap budget (mlp 20k steps, flow 10k, image 6k head steps) whatever
+its `steps`, the cheap budget); --quick keeps the cheap budget (mlp 20k steps, flow 10k, image 10k head steps) whatever
 is measured, --train-steps sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the same
 command continues an
 interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up to each budget (several
@@ -63,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reference", nargs="+", default=[], metavar="DIR",
                         help="datasets judged whole with the same learners, seeds and starts (e.g. the human demos)")
     parser.add_argument("--quick", action="store_true",
-                        help="each learner's cheap budget (mlp 20k, flow 10k, image 6k head steps), not its converged "
+                        help="each learner's cheap budget (mlp 20k, flow 10k, image 10k head steps), not its converged "
                              "one; identical today: no converged budget is measured yet")
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The image learner at its default budget (perception 1,200 steps, flow head 6k steps) on a CUDA machine: the human reference beside the
+# The image learner at its default budget (perception 2,000 steps, flow head 10k steps) on a CUDA machine: the human reference beside the
 # demonstrator's demonstrations at the same frame budget, 3 seeds x 100 starts, exec 8 and 1.
 # Needs a Python with a CUDA build of torch (set PYTHON) and the project's requirements; collects the dataset first.
 #   benchmarks/gpu_judge.sh            (HUMAN, DATA, WORKERS as in judge_side_by_side.sh; WORKERS default 8)
