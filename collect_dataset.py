@@ -102,7 +102,6 @@ class Collector:
 
     def __init__(self, job: Job) -> None:
         self.job = job
-        self.policy = job.policy
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
         self.env = make_env(*env_spec(job.policy), **size)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
@@ -112,7 +111,7 @@ class Collector:
         return formats.prepare(self.record(seed), self.job.formats, self.job.use_video)
 
     def record(self, seed: int) -> EpisodeData:
-        base = self.policy or random_policy(seed, 2)
+        base = self.job.policy or random_policy(seed, 2)
         noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
 
         def act(obs: np.ndarray) -> np.ndarray:
@@ -179,16 +178,25 @@ class Plan:
 
     output: Path
     mode: str  # "new", "overwrite" or "resume"
-    formats: tuple[str, ...]
-    use_video: bool
-    job: Job
-    policy: LoadedPolicy | None
+    job: Job  # the formats, video choice and policy too: the workers need them
     episodes: int
     start_seed: int
     max_attempts: int
     keep_failures: bool
     backend: parallel.Backend
     collection: dict  # the existing dataset's record when resuming, else empty
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        return self.job.formats
+
+    @property
+    def use_video(self) -> bool:
+        return self.job.use_video
+
+    @property
+    def policy(self) -> LoadedPolicy | None:
+        return self.job.policy
 
 
 def check_output(args: argparse.Namespace) -> dict[str, Path]:
@@ -294,7 +302,7 @@ def plan_collection(args: argparse.Namespace) -> Plan:
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_learner, names, use_video)
-    return Plan(output, mode, names, use_video, job, policy, args.episodes, start_seed, max_attempts,
+    return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, parallel.backend(args.workers, args.ray), record)
 
 
@@ -317,8 +325,8 @@ class _StopFlag:
 
 def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
     """meta/collection.json (zarr: the `collection` attribute): settings that must not change, and each run."""
-    policy = plan.policy
-    run = {"policy": policy.source if policy else "random", "policy_step": policy.step if policy else None,
+    run = {"policy": plan.policy.source if plan.policy else "random",
+           "policy_step": plan.policy.step if plan.policy else None,
            "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
            "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
            "kept": kept}
