@@ -12,12 +12,12 @@ such as the human reference. The statistics are those of docs/protocol.md, "Judg
 (agent position and block keypoints of 2 frames in, 16 PD targets out) and evaluates it with pusht-eval-v1 on --episodes
 starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner. Figures are
 the mean ± std over seeds, their range, and the Wilson interval of the pooled episodes. Each learner trains for its
-converged budget where one is measured (`converged_steps` in its config; none is yet, so today every learner trains for
-its `steps`, the cheap budget); --quick keeps the cheap budget (mlp 20k steps, flow 10k, image 10k head steps) whatever
-is measured, --train-steps sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the same
-command continues an
-interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up to each budget (several
-budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside the others.
+full budget (`full_steps` in its config where a longer run is measured: flow 30k steps, ≈ 40 min of one core a
+job; mlp 20k and image 10k head steps, their `steps`); --quick keeps the cheap budget (mlp 20k, flow 10k, image 10k
+head steps), --train-steps sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the
+same command continues an interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up
+to each budget (several budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside
+the others.
 Every job runs on one thread (the figures repeat exactly); --workers jobs run at once, in local processes or, with
 --ray, as Ray tasks (docs/scale.md): the figures are the same.
 Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot could not be written, 130 interrupted (by
@@ -63,8 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reference", nargs="+", default=[], metavar="DIR",
                         help="datasets judged whole with the same learners, seeds and starts (e.g. the human demos)")
     parser.add_argument("--quick", action="store_true",
-                        help="each learner's cheap budget (mlp 20k, flow 10k, image 10k head steps), not its converged "
-                             "one; identical today: no converged budget is measured yet")
+                        help="each learner's cheap budget (mlp 20k, flow 10k, image 10k head steps), not its full "
+                             "one (flow 30k): the figures of a 10k-step judge, in a third of the time")
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=2, help="jobs run at once, one thread each (default 2)")
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",

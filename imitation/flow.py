@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -36,6 +37,9 @@ class FlowConfig(LearnerConfig):
     sample_steps: int = 10  # Euler steps from noise to a chunk
     steps: int = 10_000  # 512 wide at 10k steps beat 256 wide at 20k on the human demos, at about the same cost
     ema_decay: float = 0.999
+    # 3× the steps took the human figure from 41 % to 55 % (seed 0) and it was still rising; longer runs than 30k
+    # (≈ 40 min of one core) are not measured on this CPU (docs/experiments.md)
+    full_steps: ClassVar[int | None] = 30_000
 
 
 def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -46,6 +47,7 @@ class ImageFlowConfig(FlowConfig):
     holdout: float = 0.05  # share of the episodes (the last ones) the perception does not train on
     # the head is the state `flow` learner's (512 wide, batch 256, 10k steps): the 256-wide head at 6k steps held
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
+    full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
 
 
 def downsample(pixels: torch.Tensor, side: int) -> torch.Tensor:

@@ -57,14 +57,14 @@ class Job:
     seed: int
 
 
-QUICK = "quick"  # an overrides key: True trains each learner for its cheap `steps`, not its converged budget
+QUICK = "quick"  # an overrides key: True trains each learner for its cheap `steps`, not its full budget
 
 
 def job_config(job: Job, overrides: dict | None) -> LearnerConfig:
-    """The learner's default config at its converged budget where measured (`converged_steps`, else `steps`), with
+    """The learner's default config at its full budget (`full_steps` where measured, else `steps`), with
     the job's seed and `overrides` (e.g. steps, device; {QUICK: True}: the cheap `steps`)."""
     base, settings = LEARNERS[job.learner].config, dict(overrides or {})
-    steps = base.steps if settings.pop(QUICK, False) else base.converged_steps or base.steps
+    steps = base.steps if settings.pop(QUICK, False) else base.full_steps or base.steps
     return replace(base, seed=job.seed, **{"steps": steps, **settings})
 
 

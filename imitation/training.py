@@ -47,10 +47,10 @@ class LearnerConfig:
     ema_decay: float = 0.0  # > 0: evaluate an exponential moving average of the weights
     seed: int = 0
     device: str = "cpu"
-    # The budget at which the learner's figure stops rising, where measured: `dataset_report.py --imitation` trains
-    # for it and `--quick` for `steps`. None: not measured yet, so both use `steps` (the cheap figure). A class
-    # constant, not a field, so that stored judge jobs keep their keys.
-    converged_steps: ClassVar[int | None] = None
+    # The budget `dataset_report.py --imitation` trains for, where one beyond `steps` is measured: the converged one,
+    # or the largest measured on this CPU while the figure still rises. None: both it and `--quick` use `steps`.
+    # A class constant, not a field, so that stored judge jobs keep their keys.
+    full_steps: ClassVar[int | None] = None
 
 
 def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:

@@ -1,4 +1,4 @@
-"""The judge's budgets and stored jobs: --quick keeps each learner's cheap budget whatever converged budget is
+"""The judge's budgets and stored jobs: --quick keeps each learner's cheap budget whatever full budget is
 measured, and a stored job is found again by its key."""
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ def test_quick_keeps_each_learners_cheap_budget():
         job = Job("d", 100, learner, seed=2)
         assert job_config(job, {QUICK: True}).steps == steps and job_config(job, {QUICK: True}).seed == 2
         config = job_config(job, None)
-        assert config.steps == (config.converged_steps or steps)
+        assert config.steps == (config.full_steps or steps)
         assert job_config(job, {QUICK: True, "steps": 7}).steps == 7
+
+
+def test_the_default_budget_is_the_full_one_where_measured():
+    """flow's full budget is its 30k measurement; image inherits flow's config but not that budget."""
+    assert job_config(Job("d", 100, "flow", seed=0), None).steps == 30_000
+    assert job_config(Job("d", 100, "image", seed=0), None).steps == 10_000
+    assert job_config(Job("d", 100, "flow", seed=0), {"steps": 500}).steps == 500
 
 
 def test_quick_and_train_steps_together_are_bad_input(tmp_path):
