@@ -37,8 +37,8 @@ class FlowConfig(LearnerConfig):
     sample_steps: int = 10  # Euler steps from noise to a chunk
     steps: int = 10_000  # 512 wide at 10k steps beat 256 wide at 20k on the human demos, at about the same cost
     ema_decay: float = 0.999
-    # 3× the steps took the human figure from 41 % to 55 % (seed 0) and it was still rising; longer runs than 30k
-    # (≈ 40 min of one core) are not measured on this CPU (docs/experiments.md)
+    # the best budget measured on the human demos (≈ 30 min of one core): 10k → 30k took them from 41 to 47 % (3
+    # seeds), 60k took seed 0 from 55 down to 37 % while the loss kept falling (docs/experiments.md)
     full_steps: ClassVar[int | None] = 30_000
 
 

@@ -47,8 +47,8 @@ class LearnerConfig:
     ema_decay: float = 0.0  # > 0: evaluate an exponential moving average of the weights
     seed: int = 0
     device: str = "cpu"
-    # The budget `dataset_report.py --imitation` trains for, where one beyond `steps` is measured: the converged one,
-    # or the largest measured on this CPU while the figure still rises. None: both it and `--quick` use `steps`.
+    # The budget `dataset_report.py --imitation` trains for, where one beyond `steps` is measured: the one whose
+    # figure is the best measured. None: both it and `--quick` use `steps`.
     # A class constant, not a field, so that stored judge jobs keep their keys.
     full_steps: ClassVar[int | None] = None
 
