@@ -12,7 +12,7 @@ such as the human reference. The statistics are those of docs/protocol.md, "Judg
 (agent position and block keypoints of 2 frames in, 16 PD targets out) and evaluates it with pusht-eval-v1 on --episodes
 starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner. Figures are
 the mean ± std over seeds, their range, and the Wilson interval of the pooled episodes. Each learner trains for its
-full budget (`full_steps` in its config where a longer run is measured: flow 30k steps, ≈ 40 min of one core a
+full budget (`full_steps` in its config where a longer run is measured: flow 30k steps, ≈ 30 min of one core a
 job; mlp 20k and image 10k head steps, their `steps`); --quick keeps the cheap budget (mlp 20k, flow 10k, image 10k
 head steps), --train-steps sets one for all. With --work-dir a job's training checkpoints every 1000 steps, and the
 same command continues an interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up
