@@ -248,7 +248,11 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
     assert {r["frames"] for r in rows} == {25, 50, 75}
     for row in rows:
         assert row["seeds"] in ([0, 1], [1, 0]) and row["pooled"]["episodes"] == 4
-        assert 0.0 <= row["success_rate"]["mean"] <= 1.0
+        runs = [run["exec_horizon"][str(row["exec_horizon"])]["episodes"] for run in report["imitation"]["runs"]
+                if (run["dataset"], run["frames"], run["learner"]) == (row["dataset"], row["frames"], row["learner"])]
+        per_seed = [sum(episode["success"] for episode in episodes) / len(episodes) for episodes in runs]
+        assert row["success_rate"]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
+        assert row["pooled"]["successes"] == sum(episode["success"] for episodes in runs for episode in episodes)
     assert plot.read_bytes()[:4] == b"\x89PNG"
     again = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--json", str(out))
     assert again.returncode == 2 and "--overwrite" in again.stderr
