@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +43,15 @@ def run_command(body: Callable[[], int], interrupted: str) -> int:
         return EXIT_INTERRUPTED
 
 
+def check_finite(args: argparse.Namespace) -> None:
+    """Refuse NaN and infinities in any float option: argparse's float() accepts them, and a NaN noise level would
+    silently act as none and be recorded as invalid JSON."""
+    for key, value in vars(args).items():
+        for number in value if isinstance(value, list) else [value]:
+            if isinstance(number, float) and not math.isfinite(number):
+                raise BadInput(f"--{key.replace('_', '-')} must be a finite number, got {number}")
+
+
 def env_spec(policy: LoadedPolicy | None) -> tuple[str, PushTOptions]:
     """The env the actor was trained on (same observation features), with protocol starts."""
     if policy is None:
@@ -52,6 +63,33 @@ def random_policy(seed: int, act_dim: int) -> Policy:
     """Uniform actions in [-1, 1] from a generator seeded by the episode seed: reproducible for any worker count."""
     rng = np.random.default_rng(seed)
     return lambda _obs: rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+
+
+def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool], what: str) -> None:
+    """An output file may be new, or replaced with --overwrite when it is one this project wrote (`ours` says, from
+    its content): a user's file of the same name is never overwritten. Its folder is checked apart
+    (`check_writable_dir`), once the inputs are known to be good, so a refused run leaves no folder behind."""
+    if not path:
+        return
+    out = Path(path)
+    if out.is_dir():
+        raise BadInput(f"{flag} {str(out)!r} is a directory; give a file path such as {out / 'out.json'}")
+    if out.exists() and not overwrite:
+        raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another {flag}")
+    if out.exists() and not ours(out):
+        raise BadInput(f"--overwrite replaces only {what}, and {str(out)!r} is not one; nothing was touched; choose "
+                       f"another {flag}")
+
+
+def json_with_keys(*keys: str) -> Callable[[Path], bool]:
+    """Whether a file is a JSON object holding `keys`: how a metrics or report file of ours is told from others."""
+    def test(path: Path) -> bool:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        return isinstance(data, dict) and all(key in data for key in keys)
+    return test
 
 
 def check_writable_dir(directory: Path, option: str) -> None:
@@ -67,6 +105,9 @@ def load_checked_policy(args: argparse.Namespace) -> tuple[LoadedPolicy | None, 
     if args.policy == "random":
         return None, make_env(*env_spec(None))
     path = args.checkpoint
+    if path is not None and Path(path).is_dir():
+        raise BadInput(f"--checkpoint {path!r} is a folder; pass a checkpoint file in it (ckpt_*.pt), or "
+                       f"--checkpoint-dir {path!r} for its newest checkpoint")
     try:
         if path is None:
             found = load_latest(args.checkpoint_dir)

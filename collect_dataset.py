@@ -40,6 +40,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 from tqdm import tqdm
@@ -48,19 +49,20 @@ import parallel
 from cli_common import (
     EXIT_INTERRUPTED,
     BadInput,
+    check_finite,
     env_spec,
     load_checked_policy,
     random_policy,
     run_command,
 )
 from config import TrainConfig
-from datasets_io import formats, staging, zarr_writer
+from datasets_io import formats, manifest, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
 from datasets_io.formats import FORMATS, Writer
 from datasets_io.perturbation import DriverFactory, Perturbation, PerturbedRollout, replayed_labels
 from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
-from datasets_io.verify import LabelSource, verify
+from datasets_io.verify import LabelSource, check_metadata, verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from imitation.evaluation import LearnerBursts
@@ -158,18 +160,24 @@ def read_collection(roots: dict[str, Path]) -> dict:
                        f"choose another --output") from None
 
 
-def check_resumable(roots: dict[str, Path]) -> None:
-    """Read every existing dataset's frames (not its images) before adding to them: a damaged file is named as
-    bad input, not reported later as a failed write."""
+def check_resumable(roots: dict[str, Path], collection: dict) -> None:
+    """Check every existing dataset before adding to it: its bytes are the ones written (where a manifest records
+    them), its metadata agrees with its data, and its frames (not its images) read. A damaged or edited file is
+    named as bad input, not carried into the resumed dataset or reported later as a failed write."""
     for name, root in roots.items():
         try:
+            problems = manifest.check(root) if (root / manifest.MANIFEST_NAME).is_file() else []
+            problems += check_metadata(root, name, collection)
             for _ in FORMATS[name].iter_episodes(root, False):
                 pass
             if name == "zarr":
                 zarr_writer.check_appendable(root)
         except (OSError, KeyError, ValueError, RuntimeError) as err:
-            raise BadInput(f"cannot resume: the {FORMATS[name].title} dataset {str(root)!r} is damaged ({err}); "
-                           f"nothing was written. Check it with --verify, then collect into a new --output") from None
+            problems = [str(err)]
+        if problems:
+            raise BadInput(f"cannot resume: the {FORMATS[name].title} dataset {str(root)!r} is damaged or changed "
+                           f"since collection ({problems[0]}); nothing was written. Check it with --verify, then "
+                           f"collect into a new --output")
 
 
 @dataclass
@@ -219,7 +227,38 @@ def check_output(args: argparse.Namespace) -> dict[str, Path]:
     if not (args.overwrite or args.resume):
         raise BadInput(f"{str(output)!r} already holds a dataset; pass --resume to add episodes to it or "
                        f"--overwrite to replace it")
+    if args.overwrite:
+        check_replaceable(output, existing)
     return existing
+
+
+def not_written_here(output: Path, existing: dict[str, Path]) -> list[str]:
+    """What `--overwrite` would delete at `output` that collect_dataset.py did not write (its manifests say)."""
+    if list(existing.values()) == [output]:
+        return manifest.unlisted(output)
+    roots = {root.name for root in existing.values()}
+    foreign = [entry.name + "/" * entry.is_dir() for entry in sorted(output.iterdir())
+               if entry.name not in roots and entry.name not in manifest.IGNORED]
+    return foreign + [f"{root.name}/{entry}" for root in existing.values() for entry in manifest.unlisted(root)]
+
+
+def check_replaceable(output: Path, existing: dict[str, Path]) -> None:
+    """--overwrite replaces only what collect_dataset.py wrote: refuse, touching nothing, when anything else is
+    there."""
+    try:
+        foreign = not_written_here(output, existing)
+    except (OSError, ValueError) as err:
+        raise BadInput(f"--overwrite: cannot tell what {str(output)!r} holds ({err}); nothing was touched; move "
+                       f"what you want to keep out of it, or choose another --output") from None
+    unlisted = [root for root in existing.values() if not (root / manifest.MANIFEST_NAME).is_file()]
+    if unlisted:
+        raise BadInput(f"--overwrite: {str(unlisted[0])!r} has no {manifest.MANIFEST_NAME} (written by an older "
+                       f"collect_dataset.py), so what it holds cannot be told from your files; nothing was touched; "
+                       f"delete it yourself or choose another --output")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise BadInput(f"--overwrite replaces only what collect_dataset.py wrote, and {str(output)!r} also holds "
+                       f"{shown}; nothing was touched; move those out or choose another --output")
 
 
 def plan_perturbation(args: argparse.Namespace, record: dict) -> Perturbation:
@@ -261,7 +300,7 @@ def plan_collection(args: argparse.Namespace) -> Plan:
         raise BadInput(f"{str(output)!r} holds {' '.join(existing)}; --resume must keep --format "
                        f"{' '.join(existing)}")
     if record:
-        check_resumable(existing)
+        check_resumable(existing, record)
     image_size = record.get("image_size", 96) if args.image_size is None else args.image_size
     max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
     use_video = record.get("video", not args.no_video)
@@ -390,6 +429,8 @@ def collect(plan: Plan) -> int:
                 for writer in writers:
                     writer.close(record)
                 quality = store_quality(stage.path, plan.formats)
+                for root in formats.layout(stage.path, plan.formats).values():
+                    manifest.write(root)
                 stage.commit()
             print(format_table(quality, f"{plan.output} (all episodes)"))
     except BaseException:
@@ -431,7 +472,33 @@ def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource
     return lambda seed, executed: replayed_labels(env, policy, seed, executed)
 
 
+VERIFY_CHECKS = {"metadata": "METADATA", "checksums": "CHECKSUM", "replay": "MISMATCH"}  # check: its lines' tag
+
+
+def verify_dataset(name: str, root: Path, collection: dict, env: gym.Env,
+                   labels_of: LabelSource | None) -> dict[str, list[str]]:
+    """Each check's problems for one format's dataset; a file too damaged to read is its check's problem."""
+    def replay() -> list[str]:
+        report = verify(root, name, env, collection["max_steps"], labels_of)
+        print(f"{name} {root}: {report.summary()}")
+        return report.mismatches
+
+    checks = {"metadata": lambda: check_metadata(root, name, collection), "checksums": lambda: manifest.check(root),
+              "replay": replay}
+    found = {}
+    for check, run in checks.items():
+        try:
+            found[check] = run()
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            found[check] = [f"DAMAGED: {err}"]
+            if check == "replay":
+                print(f"{name} {root}: cannot be replayed")
+    return found
+
+
 def run_verify(path: Path, checkpoint: str | None) -> int:
+    """The three checks of every format found: metadata against the data, the bytes against the checksums written
+    at collection, and the replay of every episode (states, images, labels)."""
     roots = formats.find(path) if path.is_dir() else {}
     if not roots:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
@@ -439,20 +506,23 @@ def run_verify(path: Path, checkpoint: str | None) -> int:
     labels_of = demonstrator_labels(collection, checkpoint)
     size = collection["image_size"]
     env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
-    ok = True
+    failed: dict[str, list[str]] = {}
     for name, root in roots.items():
-        try:
-            report = verify(root, name, env, collection["max_steps"], labels_of)
-        except (OSError, KeyError, ValueError, RuntimeError) as err:
-            print(f"{name} {root}: DAMAGED: {err}; re-collect this dataset (or restore it from a copy)")
-            ok = False
-            continue
-        print(f"{name} {root}: {report.summary()}")
-        for mismatch in report.mismatches:
-            print(f"  MISMATCH {mismatch}")
-        ok = ok and not report.mismatches
-    print("verify: OK" if ok else "verify: FAILED")
-    return 0 if ok else EXIT_SHORT
+        found = verify_dataset(name, root, collection, env, labels_of)
+        print("  " + "; ".join(f"{check} {'FAILED' if problems else 'OK'}" for check, problems in found.items()))
+        for check, problems in found.items():
+            print("".join(f"  {VERIFY_CHECKS[check]} {problem}\n" for problem in problems), end="")
+            if problems:
+                failed.setdefault(check, []).append(name)
+    if not failed:
+        print("verify: OK")
+        return 0
+    edited = ("; if you edited it on purpose with another tool, its checksums no longer vouch for it"
+              if "checksums" in failed else "")
+    summary = ", ".join(f"{check}: {' '.join(names)}" for check, names in failed.items())
+    print(f"verify: FAILED ({summary}); "
+          f"re-collect it (collect_dataset.py --overwrite) or restore it from a copy{edited}")
+    return EXIT_SHORT
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -508,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     def body() -> int:
+        check_finite(args)
         if args.verify is not None:
             return run_verify(Path(args.verify), args.checkpoint)
         return collect(plan_collection(args))

@@ -155,12 +155,19 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     config = TrainConfig()
     if path is not None:
         path = Path(path)
+        if path.is_dir():
+            raise ConfigError(f"config file {str(path)!r} is a folder, not a YAML file; pass a YAML file to --config "
+                              f"(the presets are in configs/)")
         if not path.is_file():
             raise ConfigError(f"config file {str(path)!r} does not exist; pass an existing YAML file to --config")
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as err:
             raise ConfigError(f"config file {str(path)!r} is not valid YAML ({str(err).splitlines()[0]})") from None
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+            raise ConfigError(f"config file {str(path)!r} cannot be read ({reason}); pass a readable YAML text "
+                              f"file to --config") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys to values")
         for key, value in data.items():

@@ -36,14 +36,25 @@ import numpy as np
 import torch
 
 import parallel
-from cli_common import EXIT_INTERRUPTED, BadInput, check_writable_dir, run_command
+from cli_common import (
+    EXIT_INTERRUPTED,
+    BadInput,
+    check_output_file,
+    check_writable_dir,
+    json_with_keys,
+    run_command,
+)
+from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
+from datasets_io.verify import check_metadata
 from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
-from imitation.plot import plot_scaling
+from imitation.plot import plot_scaling, plotted_here
 from imitation.training import LearnerConfig
 from sac.checkpoint import atomic_write_bytes, guarded_write
+
+REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -84,17 +95,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _check_output(path: str | None, flag: str, overwrite: bool) -> None:
-    if not path:
-        return
-    out = Path(path)
-    if out.is_dir():
-        raise BadInput(f"{flag} {str(out)!r} is a directory; give a file path inside it")
-    if out.exists() and not overwrite:
-        raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another {flag}")
-    check_writable_dir(out.parent, flag)
-
-
 def validate(args: argparse.Namespace) -> parallel.Backend:
     """Check every flag before any dataset is read; the backend the jobs will run on."""
     for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
@@ -117,9 +117,12 @@ def validate(args: argparse.Namespace) -> parallel.Backend:
         raise BadInput("--device cuda: this machine has no CUDA device; use --device cpu")
     if args.plot and not args.imitation:
         raise BadInput("--plot draws the imitation figures; add --imitation")
-    _check_output(args.json, "--json", args.overwrite)
-    _check_output(args.plot, "--plot", args.overwrite)
-    for flag, folder in (("--work-dir", args.work_dir), ("--save-learners", args.save_learners)):
+    check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
+                      "a report written by dataset_report.py")
+    check_output_file(args.plot, "--plot", args.overwrite, plotted_here, "a plot written by dataset_report.py")
+    outputs = (("--json", args.json and Path(args.json).parent), ("--plot", args.plot and Path(args.plot).parent),
+               ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
+    for flag, folder in outputs:
         if folder:
             check_writable_dir(Path(folder), flag)
     return parallel.backend(args.workers, args.ray)
@@ -138,10 +141,32 @@ def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstrati
 
 
 def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
+    """A dataset's episodes; one of ours must also have metadata that agrees with its data, which a reader trusts."""
     try:
-        return read_demonstrations(path, images=images)
+        fmt, root, episodes = read_demonstrations(path, images=images)
+        collection = FORMATS[fmt].read_collection(root)
     except DatasetFormatError as err:
         raise BadInput(str(err)) from None
+    except (OSError, KeyError, ValueError):  # not collected here (e.g. the human reference): nothing to hold it to
+        return fmt, root, episodes
+    try:
+        problems = check_metadata(root, fmt, collection)
+    except (OSError, KeyError, ValueError) as err:
+        problems = [str(err)]
+    if problems:
+        raise BadInput(f"{str(root)!r}: {problems[0]}; the metadata disagrees with the data (see collect_dataset.py "
+                       f"--verify {str(root)!r}): re-collect it or restore it from a copy")
+    return fmt, root, episodes
+
+
+def warn_seen_starts(parts: list[tuple[str, list[Demonstration]]], seeds: list[int]) -> None:
+    """A learner evaluated on the starts its dataset was collected from is judged on what it trained on: say so."""
+    for label, episodes in dict(parts).items():
+        seen = sorted(set(seeds) & {ep.seed for ep in episodes if ep.seed is not None})
+        if seen:
+            print(f"warning: {len(seen)} of the {len(seeds)} evaluation starts ({seen[0]}..{seen[-1]}) are seeds "
+                  f"{label} was collected from: its learners are judged partly on starts they trained on; use the "
+                  f"default --start-seed {EVAL_START_SEED}", file=sys.stderr)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -162,6 +187,7 @@ def report(args: argparse.Namespace) -> int:
             parts.append((str(root), used))
     if args.imitation:
         seeds = [args.start_seed + i for i in range(args.episodes)]
+        warn_seen_starts(parts, seeds)
         jobs = [(Job(label, sum(ep.length for ep in used), learner, seed), used)
                 for label, used in parts for learner in args.learner for seed in range(args.seeds)]
         # the costliest learners first, so the last job to finish is a short one

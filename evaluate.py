@@ -31,8 +31,10 @@ from tqdm import tqdm
 
 from cli_common import (
     BadInput,
+    check_output_file,
     check_writable_dir,
     env_spec,
+    json_with_keys,
     load_checked_policy,
     random_policy,
     run_command,
@@ -50,6 +52,7 @@ from policy_io import LoadedPolicy, load_policy
 from sac.checkpoint import WriteError, atomic_write_bytes, guarded_write
 
 GIF_SIZE = 256
+RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metrics JSON of this script holds
 
 
 @dataclass(frozen=True)
@@ -158,14 +161,6 @@ def run_seeds(job: Job, policy: LoadedPolicy | None, env: gym.Env, seeds: list[i
     return sorted(records, key=lambda r: r.seed)
 
 
-def check_output_file(args: argparse.Namespace) -> None:
-    output = Path(args.output)
-    if output.is_dir():
-        raise BadInput(f"--output {str(output)!r} is a directory; give a file path such as {output / 'eval.json'}")
-    if output.exists() and not args.overwrite:
-        raise BadInput(f"{str(output)!r} already exists; pass --overwrite to replace it or choose another --output")
-
-
 def check_output_dirs(args: argparse.Namespace) -> None:
     """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind."""
     check_writable_dir(Path(args.output).parent, "--output")
@@ -182,7 +177,8 @@ def print_table(result: dict) -> None:
     step = "" if result["step"] is None else f" (step {result['step']})"
     length = "n/a" if s["mean_length_success"] is None else f"{s['mean_length_success']:.1f}"
     last_seed = result["start_seed"] + s["episodes"] - 1
-    print(f"{result['protocol']}: {source}{step}, seeds {result['start_seed']}-{last_seed}")
+    protocol = result["protocol"] or f"{result['env_id']}, deterministic"
+    print(f"{protocol}: {source}{step}, seeds {result['start_seed']}-{last_seed}")
     print(f"  success_rate         {s['success_rate']:.3f}  ({s['successes']}/{s['episodes']}, "
           f"95% CI {low:.3f}-{high:.3f})")
     print(f"  mean_max_reward      {s['mean_max_reward']:.3f}")
@@ -222,7 +218,8 @@ def validate_args(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> int:
     validate_args(args)
-    check_output_file(args)
+    check_output_file(args.output, "--output", args.overwrite, json_with_keys(*RESULT_KEYS),
+                      "a metrics JSON written by evaluate.py")
     policy, env = load_checked_policy(args)
     check_output_dirs(args)
     env_id, env_options = env_spec(policy)
@@ -232,7 +229,7 @@ def evaluate(args: argparse.Namespace) -> int:
     job = Job(policy.source if policy else None, frozenset(seeds[:args.videos]), args.video_dir, args.gif, seeds[0])
     records = run_seeds(job, policy, env, seeds, args.workers)
     result = {
-        "protocol": PROTOCOL_NAME,
+        "protocol": PROTOCOL_NAME if env_id == PUSHT_ENV_ID else None,  # the protocol's starts are PushT's
         "checkpoint": policy.source if policy else None,
         "step": policy.step if policy else None,
         "policy": args.policy,

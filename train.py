@@ -2,14 +2,16 @@
 
     python train.py [--config FILE] [--set KEY=VALUE ...] [--no-resume [--overwrite]]
 
-Exit codes: 0 done, 1 numerical fault, 2 bad input, 74 a checkpoint could not be written (e.g. full disk;
-the previous checkpoint is intact), 130 interrupted after saving.
+Exit codes: 0 done, 1 numerical fault, 2 bad input (nothing on disk changed; also a checkpoint_dir or log_dir
+that another train.py run is using: each run holds a lock file, .train_lock, in both), 74 a checkpoint could not
+be written (e.g. full disk; the previous checkpoint is intact), 130 interrupted after saving.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import time
@@ -17,18 +19,22 @@ from collections import deque
 from dataclasses import asdict
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from cli_common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_WRITE_FAILED
+from common.locks import FileLock, LockHeld
 from config import ConfigError, TrainConfig, load_config
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from eval_protocol import EVAL_START_SEED, eval_env_options, run_episode, summarize
 from policy_io import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent, SACHyperParams
 from sac.checkpoint import (
+    CheckpointError,
+    NotACheckpointError,
     WriteError,
     atomic_save,
     checkpoint_name,
@@ -37,12 +43,16 @@ from sac.checkpoint import (
     list_checkpoints,
     load_latest,
     prune_checkpoints,
+    remove_created_dirs,
+    remove_stale_temp_files,
 )
 from sac.utils import rng_state, seed_everything, set_rng_state
 
 EXIT_NUMERICAL_FAULT = 1
 # Keys that fix the shape of what a checkpoint holds; resuming with other values is refused.
 STRUCTURAL_KEYS = ("env_id", "hidden_dim", "buffer_size", "layer_norm", "crossq")
+# One train.py run per folder: the lock file it holds in checkpoint_dir and log_dir (see common/locks.py).
+LOCK_NAME = ".train_lock"
 
 
 class NumericalFault(RuntimeError):
@@ -62,6 +72,8 @@ class Trainer:
         if config.threads:
             torch.set_num_threads(config.threads)
         config.env.shaping_gamma = config.gamma
+        check_device(config.device)
+        check_env(config.env_id)
         seed_everything(config.seed)
         self.env = make_env(config.env_id, config.env, decisions=True)
         self.eval_env = make_env(config.env_id, eval_env_options(config.env))
@@ -74,8 +86,16 @@ class Trainer:
                             init_alpha=config.init_alpha, layer_norm=config.layer_norm, bf16=config.bf16,
                             compile=config.compile, crossq=config.crossq, brn_warmup=config.brn_warmup,
                             policy_delay=config.policy_delay, adam_beta1=config.adam_beta1)
-        self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
-        self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
+        check_memory(config, obs_dim, act_dim, hp)
+        try:
+            self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
+            self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
+        except (MemoryError, RuntimeError) as err:  # the estimate fit, the allocation still failed
+            if not isinstance(err, (MemoryError, torch.cuda.OutOfMemoryError)) and "allocate" not in str(err):
+                raise
+            raise ConfigError(f"could not allocate the networks (hidden_dim={config.hidden_dim}) and replay buffer "
+                              f"(buffer_size={config.buffer_size}) on {config.device} ({first_line(err)}); lower "
+                              f"hidden_dim or buffer_size") from None
         self.global_step = 0  # env steps
         self.decisions = 0  # agent transitions (= env steps unless a decision spans several)
         self.episode = 0
@@ -163,13 +183,30 @@ class Trainer:
             raise NumericalFault(f"non-finite network weights at env step {self.global_step}")
 
     def try_resume(self) -> Path | None:
-        found = load_latest(self.config.checkpoint_dir, self.config.device)
+        """Load the newest checkpoint that loads (warning about unreadable newer ones); None if there is none.
+
+        Checkpoints none of which loads, or a file that is not a training checkpoint, are refused (ConfigError):
+        starting afresh would later overwrite or prune them.
+        """
+        directory = self.config.checkpoint_dir
+        elsewhere = f"move it out of {directory!r} or set checkpoint_dir to another folder"
+        skipped: list[str] = []  # printed once the run goes ahead, so that a refusal stays one line
+        try:
+            found = load_latest(directory, self.config.device, strict=True, warn=skipped.append)
+        except NotACheckpointError as err:
+            raise ConfigError(f"{err}; {elsewhere}") from None
+        except CheckpointError as err:
+            raise ConfigError(f"{err}; nothing was changed: to start afresh {elsewhere}, or add --no-resume "
+                              f"--overwrite to delete the earlier run's files") from None
         if found is None:
             return None
         path, state = found
         if state.get("format") != TRAIN_FORMAT:
-            raise ConfigError(f"{str(path)!r} is not a training checkpoint")
+            raise ConfigError(f"{str(path)!r} is a {state.get('format')!r} file, not a training checkpoint; "
+                              f"{elsewhere}")
         self.load_state_dict(state, path)
+        for message in skipped:
+            tqdm.write(f"warning: {message}", file=sys.stderr)
         return path
 
     # ---- training ----------------------------------------------------------------------------
@@ -262,16 +299,71 @@ class Trainer:
         for path in old:
             path.unlink()
 
-    def train(self, resume: bool, overwrite: bool = False) -> int:
-        cfg = self.config
-        for option, directory in (("checkpoint_dir", cfg.checkpoint_dir), ("log_dir", cfg.log_dir)):
+    def prepare_folders(self) -> list[Path]:
+        """Create checkpoint_dir and log_dir and prove both writable; returns the folders created. On a
+        failure, removes what it created first (a refused run leaves nothing behind)."""
+        created: list[Path] = []
+        for option in ("checkpoint_dir", "log_dir"):
             try:
-                ensure_writable_dir(directory)
+                created += ensure_writable_dir(getattr(self.config, option))
             except OSError as err:
+                remove_created_dirs(created)
                 raise ConfigError(f"{option}: {err}; set {option} to a writable folder") from None
-        if not resume:
-            self.discard_previous_run(overwrite)
-        resumed_from = self.try_resume() if resume else None
+        return created
+
+    def lock_folders(self) -> list[FileLock]:
+        """Lock checkpoint_dir and log_dir (one lock when they are one folder) against a second train.py run."""
+        cfg = self.config
+        folders: dict[Path, list[str]] = {}
+        for option in ("checkpoint_dir", "log_dir"):
+            folders.setdefault(Path(getattr(cfg, option)).resolve(), []).append(option)
+        locks: list[FileLock] = []
+        for folder, options in folders.items():
+            try:
+                locks.append(FileLock(folder / LOCK_NAME).acquire())
+                continue
+            except LockHeld as held:
+                holder = f"PID {held.pid}" if held.pid is not None else "PID unknown"
+                problem = (f"another train.py run ({holder}) is using {' and '.join(options)} "
+                           f"{getattr(cfg, options[0])!r}; wait for it to finish or set checkpoint_dir/log_dir to "
+                           f"other folders")
+            except OSError as err:
+                problem = (f"cannot lock {str(folder / LOCK_NAME)!r} ({err.strerror or err}); set "
+                           f"{'/'.join(options)} to another folder")
+            for lock in locks:
+                lock.release(undo=True)
+            raise ConfigError(problem)
+        return locks
+
+    def train(self, resume: bool, overwrite: bool = False) -> int:
+        """Run to the end; one train.py run per folder (ConfigError for a busy folder or any bad input, with
+        nothing on disk changed)."""
+        created = self.prepare_folders()
+        try:
+            locks = self.lock_folders()
+        except ConfigError:
+            remove_created_dirs(created)
+            raise
+        try:
+            try:
+                if not resume:
+                    self.discard_previous_run(overwrite)
+                resumed_from = self.try_resume() if resume else None
+            except ConfigError:
+                for lock in locks:
+                    lock.release(undo=True)
+                remove_created_dirs(created)
+                raise
+            # Holding the lock, no other process can be writing here: a temp file is a killed run's leftover.
+            for stale in remove_stale_temp_files(self.config.checkpoint_dir):
+                tqdm.write(f"removed {stale}, the unfinished checkpoint of a killed run")
+            return self._train(resumed_from)
+        finally:
+            for lock in locks:
+                lock.release()
+
+    def _train(self, resumed_from: Path | None) -> int:
+        cfg = self.config
         if resumed_from is not None:
             tqdm.write(f"resumed from {resumed_from} at env step {self.global_step}, episode {self.episode}")
         writer = SummaryWriter(cfg.log_dir, purge_step=self.global_step + 1 if resumed_from else None)
@@ -319,6 +411,84 @@ class Trainer:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_signal = signum
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def check_device(device: str) -> None:
+    """One line, before anything is built, for a CUDA device this machine does not have."""
+    if device == "cpu":
+        return
+    if not torch.cuda.is_available():
+        why = ("this torch build has no CUDA support" if torch.version.cuda is None else
+               "no CUDA GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
+        raise ConfigError(f"device {device!r} is not available: {why} (torch {torch.__version__}); set device=cpu")
+    count = torch.cuda.device_count()
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        raise ConfigError(f"device {device!r} is not available: this machine has {count} CUDA GPU"
+                          f"{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1}); set device to one of them")
+
+
+def check_env(env_id: str) -> None:
+    """One line, not a gymnasium traceback, for an env id that is not registered or that SAC cannot drive."""
+    if env_id == PUSHT_ENV_ID:
+        return
+    if env_id.startswith("gym_pusht/"):
+        import gym_pusht  # noqa: F401  (registers the namespace, so gymnasium can list its versions)
+    hint = f"set env_id to {PUSHT_ENV_ID!r} or another continuous-control env such as 'Pendulum-v1'"
+    try:
+        probe = gym.make(env_id)
+    except gym.error.UnregisteredEnv as err:
+        raise ConfigError(f"env_id {env_id!r} is not a registered gymnasium environment ({first_line(err)}); "
+                          f"{hint}") from None
+    except (gym.error.Error, ImportError) as err:  # a missing dependency, an unimportable "module:Env" id
+        raise ConfigError(f"env_id {env_id!r} could not be made ({type(err).__name__}: {first_line(err)}); "
+                          f"install what it needs, or {hint}") from None
+    try:
+        wrong = [f"a {type(space).__name__} {part} space"
+                 for part, space in (("observation", probe.observation_space), ("action", probe.action_space))
+                 if not isinstance(space, gym.spaces.Box)]
+    finally:
+        probe.close()
+    if wrong:
+        raise ConfigError(f"env_id {env_id!r} has {' and '.join(wrong)}; SAC needs Box (continuous) observation and "
+                          f"action spaces: {hint}")
+
+
+def check_memory(config: TrainConfig, obs_dim: int, act_dim: int, hp: SACHyperParams) -> None:
+    """Refuse networks and a replay buffer larger than the device's whole memory, before allocating them."""
+    with torch.device("meta"):  # shapes only: builds the real modules without allocating
+        shapes = SACAgent(obs_dim, act_dim, hp, "meta")
+    actor = sum(p.numel() for p in shapes.actor.parameters())
+    critic = sum(t.numel() for t in (*shapes.critic.parameters(), *shapes.critic.buffers()))
+    # weights, gradients and Adam's two moments; the critics' target copy (none with crossq)
+    network_bytes = 4 * (4 * actor + (4 if hp.crossq else 5) * critic)
+    buffer_bytes = 4 * config.buffer_size * (2 * obs_dim + act_dim + 2)
+    if config.device == "cpu":
+        total, where = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's RAM"
+    else:
+        index = int(config.device.partition(":")[2] or 0)
+        total, where = torch.cuda.get_device_properties(index).total_memory, f"{config.device}'s memory"
+    if network_bytes + buffer_bytes > total:
+        raise ConfigError(
+            f"hidden_dim={config.hidden_dim} and buffer_size={config.buffer_size} ask for about "
+            f"{gib(network_bytes + buffer_bytes)} ({actor + critic:,} network parameters: {gib(network_bytes)} with "
+            f"gradients, Adam state and targets; replay buffer {gib(buffer_bytes)}), more than the {gib(total)} of "
+            f"{where}; lower hidden_dim or buffer_size")
+
+
+def gib(n_bytes: int) -> str:
+    """A byte count in binary units from MiB up: '0.2 MiB', '187.9 GiB', '48.0 EiB'."""
+    size, unit = n_bytes / 2**20, "MiB"
+    for bigger in ("GiB", "TiB", "PiB", "EiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:,.1f} {unit}"
 
 
 def decision_steps(config: TrainConfig) -> int:

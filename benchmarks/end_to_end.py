@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import make_sb3_sac
+from sb3_setup import make_sb3_sac
 
 from config import load_config
 from env.pusht_wrapper import make_env

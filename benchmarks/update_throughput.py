@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import torch
-from common import make_sb3_sac
+from sb3_setup import make_sb3_sac
 
 from config import TrainConfig
 from env.pusht_wrapper import PushTOptions, make_env

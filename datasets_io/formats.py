@@ -1,8 +1,9 @@
 """The dataset formats behind one interface, and where each lives in a collection folder.
 
 Every format is a writer/reader pair in its own module: a `Writer(root, image_size, use_video, perturbed)` with
-`add(episode)` and `close(collection)`, and `is_dataset`, `read_collection`, `write_quality` and
-`iter_episodes(root, images)`, which yields (episode facts, per-frame arrays) in episode order. One format is
+`add(episode)` and `close(collection)`, and `is_dataset`, `read_collection`, `write_quality`,
+`iter_episodes(root, images)`, which yields (episode facts, per-frame arrays) in episode order, and
+`check_metadata(root, collection)`, which lists where the metadata disagrees with the data. One format is
 written at the folder itself; several go to `DIR/<name>/`, all from the same rollouts.
 """
 
@@ -36,23 +37,26 @@ class DatasetFormat:
     iter_episodes: Callable[[Path, bool], Iterator[tuple[dict, dict[str, np.ndarray]]]]
     lossy_video: Callable[[Path], bool]  # whether its frames went through a video codec
     required: tuple[str, ...]  # metadata files its readers open first
+    check_metadata: Callable[[Path, dict], list[str]]  # (root, collection record) -> problems, each naming its file
 
 
 FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
     DatasetFormat("lerobot", "LeRobot v3.0", lerobot_writer.LeRobotWriter, lerobot_writer.is_dataset,
                   lerobot_writer.read_collection, lerobot_writer.write_quality, lerobot_writer.iter_episodes,
                   lambda root: lerobot_writer.read_json(root, lerobot_writer.INFO_PATH)["video_path"] is not None,
-                  (lerobot_writer.INFO_PATH, lerobot_writer.STATS_PATH, lerobot_writer.TASKS_PATH)),
+                  (lerobot_writer.INFO_PATH, lerobot_writer.STATS_PATH, lerobot_writer.TASKS_PATH),
+                  lerobot_writer.check_metadata),
     DatasetFormat("lerobot-v2.1", "LeRobot v2.1", lerobot_v21.Writer, lerobot_v21.is_dataset,
                   lerobot_v21.read_collection, lerobot_v21.write_quality, lerobot_v21.iter_episodes,
                   lambda root: lerobot_writer.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None,
                   (lerobot_v21.INFO_PATH, lerobot_v21.EPISODES_PATH, lerobot_v21.TASKS_PATH,
-                   lerobot_v21.EPISODES_STATS_PATH, lerobot_v21.STATS_PATH, lerobot_v21.MODALITY_PATH)),
+                   lerobot_v21.EPISODES_STATS_PATH, lerobot_v21.STATS_PATH, lerobot_v21.MODALITY_PATH),
+                  lerobot_v21.check_metadata),
     DatasetFormat("zarr", "Diffusion Policy zarr", zarr_writer.ZarrWriter, zarr_writer.is_dataset,
                   zarr_writer.read_collection, zarr_writer.write_quality, zarr_writer.iter_episodes,
-                  lambda root: False, (".zgroup", "meta/episode_ends/.zarray")),
+                  lambda root: False, (".zgroup", "meta/episode_ends/.zarray"), zarr_writer.check_metadata),
     DatasetFormat("rlds", "RLDS (TFDS)", rlds.Writer, rlds.is_dataset, rlds.read_collection, rlds.write_quality,
-                  rlds.iter_episodes, lambda root: False, (rlds.INFO_PATH, rlds.FEATURES_PATH)),
+                  rlds.iter_episodes, lambda root: False, (rlds.INFO_PATH, rlds.FEATURES_PATH), rlds.check_metadata),
 )}
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 

@@ -53,6 +53,8 @@ QUALITY_PATH = "meta/quality.json"
 ANNOTATION_KEY = "annotation.human.action.task_description"
 VIDEO_CODECS = (("libx264", {"g": "2", "crf": "18", "preset": "veryfast"}),)
 V21_STATS = ("min", "max", "mean", "std", "count")  # what lerobot 0.3.3 aggregates
+TASK_LINES = ({"task_index": 0, "task": TASK},)  # meta/tasks.jsonl
+INDEX_KEYS = (*v3.INDEX_KEYS, ANNOTATION_KEY)  # the data columns that follow from an episode's place
 
 
 def features(image_size: int, use_video: bool, perturbed: bool) -> dict:
@@ -60,6 +62,22 @@ def features(image_size: int, use_video: bool, perturbed: bool) -> dict:
     out = v3.features(image_size, use_video, perturbed)
     out[ANNOTATION_KEY] = {"dtype": "int64", "shape": [1], "names": None}
     return out
+
+
+def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
+    """info.json before any episode: the layout, fps and features (`totals` counts the episodes)."""
+    return {"codebase_version": CODEBASE_VERSION, "robot_type": None, "total_episodes": 0, "total_frames": 0,
+            "total_tasks": 0, "total_videos": 0, "total_chunks": 0, "chunks_size": CHUNKS_SIZE, "fps": FPS,
+            "splits": {}, "data_path": DATA_PATH, "video_path": VIDEO_PATH if use_video else None,
+            "features": features(image_size, use_video, perturbed)}
+
+
+def totals(lengths: list[int], use_video: bool) -> dict:
+    """info.json's counts for episodes of `lengths` frames: one task, a chunk folder per CHUNKS_SIZE episodes, a
+    video per episode."""
+    return {"total_episodes": len(lengths), "total_frames": sum(lengths), "total_tasks": 1,
+            "total_chunks": _chunk(len(lengths) - 1) + 1, "total_videos": len(lengths) if use_video else 0,
+            "splits": v3.train_split(len(lengths))}
 
 
 def modality() -> dict:
@@ -116,11 +134,7 @@ class Writer:
             self.episodes_stats = _jsonl(root / EPISODES_STATS_PATH)
             self.stats = [lerobot_stats.from_json(item["stats"]) for item in self.episodes_stats]
         else:
-            self.info = {"codebase_version": CODEBASE_VERSION, "robot_type": None, "total_episodes": 0,
-                         "total_frames": 0, "total_tasks": 0, "total_videos": 0, "total_chunks": 0,
-                         "chunks_size": CHUNKS_SIZE, "fps": FPS, "splits": {}, "data_path": DATA_PATH,
-                         "video_path": VIDEO_PATH if use_video else None,
-                         "features": features(image_size, use_video, perturbed)}
+            self.info = new_info(image_size, use_video, perturbed)
             self.episodes, self.episodes_stats, self.stats = [], [], []
 
     def add(self, ep: EpisodeData) -> None:
@@ -149,17 +163,12 @@ class Writer:
         if not self.episodes:
             return
         info = self.info
-        info["total_episodes"] = len(self.episodes)
-        info["total_frames"] = sum(row["length"] for row in self.episodes)
-        info["total_tasks"] = 1
-        info["total_chunks"] = _chunk(len(self.episodes) - 1) + 1
-        info["total_videos"] = len(self.episodes) if self.use_video else 0
-        info["splits"] = {"train": f"0:{info['total_episodes']}"}
+        info.update(totals([row["length"] for row in self.episodes], self.use_video))
         if self.use_video and "info" not in info["features"][v3.IMAGE_KEY]:
             info["features"][v3.IMAGE_KEY]["info"] = v3.video_info(self.root / video_path(0))
         _write_jsonl(self.root / EPISODES_PATH, self.episodes)
         _write_jsonl(self.root / EPISODES_STATS_PATH, self.episodes_stats)
-        _write_jsonl(self.root / TASKS_PATH, [{"task_index": 0, "task": TASK}])
+        _write_jsonl(self.root / TASKS_PATH, list(TASK_LINES))
         v3.write_json(self.root / STATS_PATH, _stats_json(lerobot_stats.aggregate(self.stats)))
         v3.write_json(self.root / MODALITY_PATH, modality())
         v3.write_json(self.root / COLLECTION_PATH, collection)
@@ -201,3 +210,49 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
             else:
                 episode["image"] = v3.decode_pngs(table.column(v3.IMAGE_KEY))
         yield row, episode
+
+
+def check_metadata(root: Path, collection: dict) -> list[str]:
+    """Where meta/ disagrees with the per-episode data files, or with what this writer writes for `collection`'s
+    settings: lerobot 0.3.3 and GR00T find the frames through info.json and episodes.jsonl, which replay never
+    reads."""
+    image_size, use_video, perturbed = v3.settings(collection)
+    episodes = _jsonl(root / EPISODES_PATH)
+    files = sorted(path.relative_to(root).as_posix() for path in root.glob("data/*/episode_*.parquet"))
+    data = {path: v3.read_index(root, path, INDEX_KEYS) for path in files}
+    lengths = [table.num_rows for _, table in data.values()]
+    tasks = _jsonl(root / TASKS_PATH)
+    info = v3.read_json(root, INFO_PATH)
+    expected = {**new_info(image_size, use_video, perturbed), **totals(lengths, use_video), "total_tasks": len(tasks)}
+    why = {"total_episodes": f"data/ holds {len(files)} episode files",
+           "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)",
+           "total_chunks": f"{len(files)} episodes fill {expected['total_chunks']} chunk(s) of {CHUNKS_SIZE}",
+           "total_videos": f"the collection stores {'a video per episode' if use_video else 'no video'}"}
+    problems = v3.info_problems(root, info, expected, video_path(0) if use_video else None, why)
+    problems += v3.json_problems(TASKS_PATH, tasks, list(TASK_LINES))
+    problems += v3.json_problems(MODALITY_PATH, v3.read_json(root, MODALITY_PATH), modality())
+    stats = [line.get("episode_index") for line in _jsonl(root / EPISODES_STATS_PATH)]
+    if stats != list(range(len(episodes))):
+        problems.append(f"{EPISODES_STATS_PATH}: holds {len(stats)} lines, not the stats of episodes 0 to "
+                        f"{len(episodes) - 1} in order that {EPISODES_PATH} lists")
+    if files != [data_path(i) for i in range(len(episodes))]:
+        problems.append(f"data/: holds {len(files)} episode files, not the {len(episodes)} ({data_path(0)} on) that "
+                        f"{EPISODES_PATH} lists")
+    for path, (names, _) in data.items():
+        problems += v3.schema_problems(path, names, info.get("features", {}))
+    first = 0  # the episode's first frame in the whole dataset
+    for i, row in enumerate(episodes):
+        problems += v3.episode_problems(EPISODES_PATH, i, row)
+        if use_video and not (root / video_path(i)).is_file():
+            problems.append(f"{video_path(i)}: missing, the collection stores a video per episode")
+        if data_path(i) not in data:
+            continue  # reported with the file list
+        table = data[data_path(i)][1]
+        if row["length"] != table.num_rows:
+            problems.append(f"{EPISODES_PATH}: episode {i} has length {row['length']}, {data_path(i)} holds "
+                            f"{table.num_rows} frames")
+        if table.num_rows:
+            index = v3.index_columns(table.num_rows, i, first)
+            problems += v3.index_problems(data_path(i), table, {**index, ANNOTATION_KEY: index["task_index"]}, i)
+        first += table.num_rows
+    return problems

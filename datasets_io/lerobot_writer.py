@@ -20,15 +20,18 @@
 With `use_video=False` the frames are PNGs inside the data parquet (feature dtype "image"). Like lerobot, a run
 that adds episodes to an existing dataset starts new data/video/episodes files (file-001, ...) and rolls to a new
 file past 100 MB of data or 200 MB of video, so existing files are never modified; only the JSON metadata and
-meta/stats.json are replaced (by rename) when the writer closes.
+meta/stats.json are replaced (by rename) when the writer closes. `check_metadata` checks meta/ against the data
+files and against what this writer writes; its helpers serve the other formats' checks too.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 import av
@@ -90,6 +93,11 @@ def features(image_size: int, use_video: bool, perturbed: bool = False) -> dict:
     }
 
 
+def train_split(episodes: int) -> dict:
+    """info.json's `splits`: every episode is a training episode."""
+    return {"train": f"0:{episodes}"}
+
+
 def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
     return {
         "codebase_version": CODEBASE_VERSION,
@@ -144,6 +152,9 @@ class _FileIndex:
         return template.format(chunk_index=self.chunk, file_index=self.file, **keys)
 
 
+FIRST_VIDEO = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)  # where info.json's video `info` block is read
+
+
 class VideoFile:
     """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact."""
 
@@ -183,25 +194,34 @@ def png_images(encoded: list[bytes]) -> pa.Array:
                                       names=["bytes", "path"])
 
 
+def index_columns(length: int, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
+    """The bookkeeping columns of an episode, which follow from its place in the dataset alone (the writer writes
+    them, `check_metadata` expects them)."""
+    frames = np.arange(length, dtype=np.int64)
+    done = np.zeros(length, dtype=bool)
+    done[-1] = True  # the episode ends after its last action: success or the time limit
+    return {"episode_index": np.full(length, episode_index, dtype=np.int64), "frame_index": frames,
+            "timestamp": (frames / FPS).astype(np.float32), "next.done": done, "index": first_index + frames,
+            "task_index": np.zeros(length, dtype=np.int64)}
+
+
 def frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
     """Every per-frame feature except the image, as numpy arrays (the data parquet's and the stats' input)."""
-    frames = np.arange(ep.length, dtype=np.int64)
-    done = np.zeros(ep.length, dtype=bool)
-    done[-1] = True  # the episode ends after its last action: success or the time limit
+    index = index_columns(ep.length, episode_index, first_index)
     extra = {} if ep.executed is None else {EXECUTED_KEY: ep.executed, IMITATE_KEY: ep.imitate}
     return {
         "observation.state": ep.agent_pos,
         "observation.environment_state": ep.keypoints,
         "action": ep.action,
         **extra,
-        "episode_index": np.full(ep.length, episode_index, dtype=np.int64),
-        "frame_index": frames,
-        "timestamp": (frames / FPS).astype(np.float32),
+        "episode_index": index["episode_index"],
+        "frame_index": index["frame_index"],
+        "timestamp": index["timestamp"],
         "next.reward": ep.reward,
-        "next.done": done,
+        "next.done": index["next.done"],
         "next.success": ep.is_success,
-        "index": first_index + frames,
-        "task_index": np.zeros(ep.length, dtype=np.int64),
+        "index": index["index"],
+        "task_index": index["task_index"],
     }
 
 
@@ -240,12 +260,27 @@ def read_json(root: Path, relative: str) -> dict:
         raise ValueError(f"{relative}: not valid JSON ({err})") from None
 
 
-def read_parquet(root: Path, relative: str | Path, columns: list[str] | None = None) -> pa.Table:
-    """One parquet file of the dataset; a damaged one raises ValueError naming it."""
+@contextmanager
+def _naming(relative: str | Path) -> Iterator[None]:
+    """Turn a parquet read's failure into a ValueError naming the file."""
     try:
-        return pq.read_table(root / relative, columns=columns)
+        yield
     except (OSError, pa.ArrowException) as err:
         raise ValueError(f"{relative}: cannot be read ({err})") from None
+
+
+def read_parquet(root: Path, relative: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """One parquet file of the dataset; a damaged one raises ValueError naming it."""
+    with _naming(relative):
+        return pq.read_table(root / relative, columns=columns)
+
+
+def read_index(root: Path, relative: str, keys: Iterable[str]) -> tuple[list[str], pa.Table]:
+    """A data file's column names, and those of its columns among `keys` (a missing one is a problem to report,
+    not a read error)."""
+    with _naming(relative):
+        names = pq.read_schema(root / relative).names
+        return names, pq.read_table(root / relative, columns=[key for key in keys if key in names])
 
 
 def _files(root: Path, folder: str) -> list[Path]:
@@ -357,10 +392,9 @@ class LeRobotWriter:
         info["total_episodes"] += len(self.rows)
         info["total_frames"] += sum(row["length"] for row in self.rows)
         info["total_tasks"] = 1
-        info["splits"] = {"train": f"0:{info['total_episodes']}"}
+        info["splits"] = train_split(info["total_episodes"])
         if self.use_video and "info" not in info["features"][IMAGE_KEY]:
-            first = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)
-            info["features"][IMAGE_KEY]["info"] = video_info(self.root / first)
+            info["features"][IMAGE_KEY]["info"] = video_info(self.root / FIRST_VIDEO)
         stats = lerobot_stats.aggregate(self.stats + self.episode_stats)
         write_json(self.root / STATS_PATH, lerobot_stats.to_json(stats))
         write_json(self.root / COLLECTION_PATH, collection)
@@ -431,3 +465,139 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
             episode["image"] = (_video_frames(root, row, decoded) if use_video else
                                 decode_pngs(frames.column(IMAGE_KEY).slice(window.start, row["length"])))
         yield row, episode
+
+
+# The metadata check. Its helpers serve lerobot_v21 (the same info.json and data columns), rlds and zarr_writer.
+
+MISSING = object()  # a key a JSON file lacks
+INDEX_KEYS = tuple(index_columns(1, 0, 0))
+EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index",
+                   "data/file_index"]
+VIDEO_COLUMNS = [f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"]
+
+
+def settings(collection: dict) -> tuple[int, bool, bool]:
+    """(image size, video, perturbed): what every writer of a collection was built with, as its collection record
+    (collect_dataset.py) states it; the metadata must be what the writers write with them."""
+    return collection["image_size"], collection["video"], collection["perturbation"] is not None
+
+
+def json_problems(path: str, found: object, expected: object, why: dict[str, str] | None = None,
+                  where: str = "") -> list[str]:
+    """One problem per place (`key/key/0`) where a JSON value differs from what the writer writes; `why[place]`
+    says where the right value comes from when it is counted from the data rather than fixed by the writer."""
+    if isinstance(found, dict) and isinstance(expected, dict):
+        keys = [*expected, *(key for key in found if key not in expected)]
+        return [problem for key in keys for problem in json_problems(
+            path, found.get(key, MISSING), expected.get(key, MISSING), why, f"{where}/{key}" if where else key)]
+    if (isinstance(found, list) and isinstance(expected, list) and len(found) == len(expected)
+            and any(isinstance(item, dict) for item in expected)):  # a list of records; a shape is one value
+        return [problem for n, (item, want) in enumerate(zip(found, expected, strict=True))
+                for problem in json_problems(path, item, want, why, f"{where}/{n}" if where else str(n))]
+    if found == expected:
+        return []
+    reason = (why or {}).get(where) or ("the writer writes no such entry" if expected is MISSING else
+                                        f"the writer writes {expected!r}")
+    return [f"{path}: {where or 'the content'} is {'missing' if found is MISSING else repr(found)}, {reason}"]
+
+
+def _video_info(root: Path, relative: str) -> dict:
+    try:
+        return video_info(root / relative)
+    except (OSError, ValueError, av.FFmpegError) as err:
+        raise ValueError(f"{relative}: the video does not open ({err})") from None
+
+
+def info_problems(root: Path, info: dict, expected: dict, first_video: str | None, why: dict[str, str]) -> list[str]:
+    """info.json against `expected` (the writer's info with the totals counted from the data; `why` says where
+    each count comes from). Keys the writer does not write are left alone; features must be exactly the writer's,
+    a video feature's `info` block (added to `expected`) the one it reads from `first_video`, whose absence is
+    reported with the episodes."""
+    if first_video is not None and (root / first_video).is_file():
+        expected["features"][IMAGE_KEY]["info"] = _video_info(root, first_video)
+    why = {"fps": f"the data is recorded at {FPS} fps",
+           "total_frames": f"the data files hold {expected['total_frames']} frames",
+           "splits/train": f"all {expected['total_episodes']} episodes are training episodes", **why}
+    return json_problems(INFO_PATH, {key: info.get(key, MISSING) for key in expected}, expected, why)
+
+
+def episode_problems(path: str, position: int, row: dict) -> list[str]:
+    """An episode entry's number and tasks: episodes are numbered in order and all do the one task."""
+    problems = []
+    if row["episode_index"] != position:
+        problems.append(f"{path}: entry {position} is episode {row['episode_index']}, the entries number the "
+                        f"episodes 0, 1, ... in order")
+    if row["tasks"] != [TASK]:
+        problems.append(f"{path}: episode {position} lists tasks {row['tasks']}, the dataset's one task is {TASK!r}")
+    return problems
+
+
+def schema_problems(path: str, names: list[str], features: dict) -> list[str]:
+    """A data file's columns against info.json's features: one per feature but the video ones, and no other (a
+    reader builds its schema from the features)."""
+    wanted = [key for key, feature in features.items() if feature.get("dtype") != "video"]
+    return ([f"{path}: has no column {key!r}, a feature in {INFO_PATH}" for key in wanted if key not in names]
+            + [f"{path}: column {key!r} is not a feature in {INFO_PATH}" for key in names if key not in wanted])
+
+
+def index_problems(path: str, table: pa.Table, expected: dict[str, np.ndarray], episode: int) -> list[str]:
+    """Where an episode's bookkeeping columns (`table`, its frames of a data file) differ from what its place in
+    the dataset gives, first wrong frame of each; columns the file lacks are schema problems."""
+    problems = []
+    for key in table.column_names:
+        found, want = column_numpy(table.column(key)), expected[key]
+        wrong = np.flatnonzero(found != want)
+        if wrong.size:
+            frame = wrong[0]
+            problems.append(f"{path}: {key} is {found[frame]} at frame {frame} of episode {episode}, its place in the "
+                            f"dataset gives {want[frame]}")
+    return problems
+
+
+def check_metadata(root: Path, collection: dict) -> list[str]:
+    """Where meta/ disagrees with the data files, or with what this writer writes for `collection`'s settings: a
+    reader finds the frames through info.json and the episode rows, which replaying the frames never reads."""
+    image_size, use_video, perturbed = settings(collection)
+    data = {path.as_posix(): read_index(root, path.as_posix(), INDEX_KEYS) for path in _files(root, "data")}
+    sizes = [table.num_rows for _, table in data.values()]
+    starts = dict(zip(data, accumulate(sizes[:-1], initial=0), strict=True))  # each file's first frame
+    columns = EPISODE_COLUMNS + (VIDEO_COLUMNS if use_video else [])
+    episode_files = [path.as_posix() for path in _files(root, "meta/episodes")]
+    episodes = [(path, row) for path in episode_files for row in read_parquet(root, path, columns).to_pylist()]
+    tasks = read_parquet(root, TASKS_PATH).to_pylist()
+    info = read_json(root, INFO_PATH)
+    expected = {**new_info(image_size, use_video, perturbed), "total_episodes": len(episodes),
+                "total_frames": sum(sizes), "total_tasks": len(tasks), "splits": train_split(len(episodes))}
+    problems = info_problems(root, info, expected, FIRST_VIDEO if use_video else None,
+                             {"total_episodes": f"meta/episodes holds {len(episodes)} episodes",
+                              "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)"})
+    problems += json_problems(TASKS_PATH, tasks, _tasks_table().to_pylist())
+    for path, (names, _) in data.items():
+        problems += schema_problems(path, names, info.get("features", {}))
+    end = 0  # where the previous episode ends
+    for e, (path, row) in enumerate(episodes):
+        first, last = row["dataset_from_index"], row["dataset_to_index"]
+        problems += episode_problems(path, e, row)
+        if first != end:
+            problems.append(f"{path}: episode {e} starts at frame {first}, not at {end} where the one before ends")
+        if row["length"] != last - first:
+            problems.append(f"{path}: episode {e} has length {row['length']}, its frames {first}:{last} are "
+                            f"{last - first}")
+        if use_video:
+            video = _FileIndex(row[VIDEO_COLUMNS[0]], row[VIDEO_COLUMNS[1]]).path(VIDEO_PATH, video_key=IMAGE_KEY)
+            if not (root / video).is_file():
+                problems.append(f"{video}: missing, {path} places episode {e} in it")
+        file = _FileIndex(row["data/chunk_index"], row["data/file_index"]).path(DATA_PATH)
+        if file not in data:
+            problems.append(f"{path}: episode {e} is in {file}, which does not exist")
+        elif not starts[file] <= first < last <= starts[file] + data[file][1].num_rows:
+            problems.append(f"{path}: episode {e}'s frames {first}:{last} are not in {file}, which holds frames "
+                            f"{starts[file]}:{starts[file] + data[file][1].num_rows}")
+        else:
+            frames = data[file][1].slice(first - starts[file], last - first)
+            problems += index_problems(file, frames, index_columns(last - first, e, first), e)
+        end = last
+    if end != sum(sizes):
+        problems.append(f"{episode_files[-1]}: the episodes end at frame {end}, the data files hold {sum(sizes)} "
+                        f"frames")
+    return problems

@@ -106,6 +106,10 @@ def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Pa
     file of it is damaged (the message names the file). `images=True` also reads the renders."""
     path = Path(path)
     found = formats.find(path) if path.is_dir() else {}
+    if not found and path.is_dir() and (path / ".zgroup").is_file():
+        missing = [part for part in zarr_writer.REQUIRED if not (path / part).exists()]
+        raise DatasetFormatError(f"{str(path)!r} is a zarr group without {' and '.join(missing)}, which every replay "
+                                 f"zarr holds; re-collect it (or restore it from a copy)")
     if not found:
         raise DatasetFormatError(f"{str(path)!r} is not a dataset of a known format (LeRobot v3.0 / v2.1: "
                                  f"meta/info.json, zarr: data/action + meta/episode_ends, RLDS: dataset_info.json); "

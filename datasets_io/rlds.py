@@ -27,7 +27,7 @@ import numpy as np
 
 from datasets_io import lerobot_writer, tfrecord
 from datasets_io.episode import TASK, EpisodeData
-from datasets_io.lerobot_writer import read_json
+from datasets_io.lerobot_writer import json_problems, read_json, settings
 from sac.checkpoint import atomic_write_bytes
 
 NAME = "pusht_sac"
@@ -103,6 +103,15 @@ def shard_name(index: int, total: int) -> str:
     return f"{NAME}-train.tfrecord-{index:05d}-of-{total:05d}"
 
 
+def dataset_info(lengths: list[int], num_bytes: int) -> dict:
+    """dataset_info.json for train shards of `lengths` episodes holding `num_bytes` bytes in all."""
+    return {"name": NAME, "version": VERSION, "fileFormat": "tfrecord",
+            "description": "PushT demonstrations recorded by pusht_sac's collect_dataset.py (RLDS episodes).",
+            "moduleName": "pusht_sac.datasets_io.rlds",
+            "splits": [{"name": "train", "numBytes": str(num_bytes), "shardLengths": [str(n) for n in lengths],
+                        "filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"}]}
+
+
 def _write_json(path: Path, data: dict) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode())
 
@@ -160,13 +169,7 @@ class Writer:
             path.rename(self.root / shard_name(index, total))
         _write_json(self.root / FEATURES_PATH, self.features)
         _write_json(self.root / COLLECTION_PATH, collection)
-        info = {"name": NAME, "version": VERSION, "fileFormat": "tfrecord",
-                "description": "PushT demonstrations recorded by pusht_sac's collect_dataset.py (RLDS episodes).",
-                "moduleName": "pusht_sac.datasets_io.rlds",
-                "splits": [{"name": "train", "numBytes": str(self.bytes),
-                            "shardLengths": [str(n) for n in self.lengths],
-                            "filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"}]}
-        _write_json(self.root / INFO_PATH, info)
+        _write_json(self.root / INFO_PATH, dataset_info(self.lengths, self.bytes))
 
 
 def is_dataset(root: Path) -> bool:
@@ -181,13 +184,17 @@ def write_quality(root: Path, quality: dict) -> None:
     _write_json(root / QUALITY_PATH, quality)
 
 
+def _shard_examples(path: Path) -> Iterator[dict]:
+    for record in tfrecord.read_records(path):
+        try:
+            yield tfrecord.decode_example(record)
+        except tfrecord.TFRecordError as err:
+            raise tfrecord.TFRecordError(f"{path.name}: {err}") from None
+
+
 def _examples(root: Path) -> Iterator[dict]:
     for path in shards(root):
-        for record in tfrecord.read_records(path):
-            try:
-                yield tfrecord.decode_example(record)
-            except tfrecord.TFRecordError as err:
-                raise tfrecord.TFRecordError(f"{path.name}: {err}") from None
+        yield from _shard_examples(path)
 
 
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
@@ -210,3 +217,33 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                  "success": bool(example["episode_metadata/success"][0]),
                  "max_coverage": float(example["episode_metadata/max_coverage"][0]), "length": length}
         yield facts, arrays
+
+
+def check_metadata(root: Path, collection: dict) -> list[str]:
+    """dataset_info.json against the shards (TFDS reads exactly the episodes it lists per shard, from the files its
+    template names) and features.json against what this writer writes for `collection`'s settings."""
+    image_size, _, perturbed = settings(collection)
+    problems = json_problems(FEATURES_PATH, read_json(root, FEATURES_PATH), features_json(image_size, perturbed))
+    info = read_json(root, INFO_PATH)
+    try:
+        listed = [int(n) for n in info["splits"][0]["shardLengths"]]
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise ValueError(f"{INFO_PATH}: names no train split's shardLengths, which TFDS reads") from None
+    names = [shard_name(n, len(listed)) for n in range(len(listed))]
+    present = sorted(path.name for path in root.glob(SHARD_GLOB))
+    problems += [f"{name}: missing, {INFO_PATH} lists it" for name in names if name not in present]
+    problems += [f"{name}: a shard {INFO_PATH} does not list" for name in present if name not in names]
+    numbered = []  # (shard, episode_index) of every record, in order
+    for n, name in enumerate(names):
+        if name in present:
+            held = [int(example["episode_metadata/episode_index"][0]) for example in _shard_examples(root / name)]
+            numbered += [(name, index) for index in held]
+            if len(held) != listed[n]:
+                problems.append(f"{INFO_PATH}: shard {n} lists {listed[n]} episodes, {name} holds {len(held)}")
+    wrong = next(((k, name, index) for k, (name, index) in enumerate(numbered) if index != k), None)
+    if wrong is not None:
+        problems.append(f"{wrong[1]}: holds episode {wrong[2]} where episode {wrong[0]} belongs (the records number "
+                        f"the episodes 0, 1, ... across the shards in order)")
+    num_bytes = sum((root / name).stat().st_size for name in names if name in present)
+    return problems + json_problems(INFO_PATH, info, dataset_info(listed, num_bytes),
+                                    {"splits/0/numBytes": f"the shards present hold {num_bytes} bytes"})

@@ -2,13 +2,15 @@
 
 A run never writes into `DIR` itself. A new dataset starts empty in `DIR.partial`; `--resume` starts from hard
 links to every file of `DIR` (writers only add new files or replace files by rename, never edit one in place, so
-the links never change the original). `commit` then renames `DIR` → `DIR.old`, `DIR.partial` → `DIR` and deletes
-`DIR.old`. So at any instant `DIR` is either the previous dataset or the complete new one:
+the links never change the original). `commit` then marks `DIR` as replaced, renames `DIR` → `DIR.old`,
+`DIR.partial` → `DIR` and deletes `DIR.old`. So at any instant `DIR` is either the previous dataset or the complete
+new one:
 
 - killed while collecting: `DIR` is untouched and `DIR.partial` is left unlocked; the next run says how to go on;
 - killed between the two renames: `DIR.partial` carries a completion marker and the next run finishes the swap.
 
-A lock (flock on `DIR.partial/.collect_lock`) tells a live run's staging dir from a dead one's.
+A lock (flock on `DIR.partial/.collect_lock`) tells a live run's staging dir from a dead one's. Only folders that
+carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of the user's is left alone.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 LOCK_NAME = ".collect_lock"
 COMPLETE_NAME = ".collect_complete"
+REPLACED_NAME = ".collect_replaced"  # in `DIR.old`: it is the dataset a commit replaced, so it may be deleted
 
 
 class StagingError(Exception):
@@ -53,7 +56,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _drop_markers(directory: Path) -> None:
-    for name in (LOCK_NAME, COMPLETE_NAME):
+    for name in (LOCK_NAME, COMPLETE_NAME, REPLACED_NAME):
         (directory / name).unlink(missing_ok=True)
 
 
@@ -71,7 +74,7 @@ def _try_lock(directory: Path) -> int | None:
 def recover(final: Path) -> None:
     """Finish a swap that a crash interrupted (see the module docstring); a no-op otherwise."""
     old, partial = old_path(final), partial_path(final)
-    if old.exists():
+    if (old / REPLACED_NAME).is_file():
         if not final.exists():
             if not (partial / COMPLETE_NAME).exists():
                 raise StagingError(f"{str(old)!r} holds the previous dataset but {str(final)!r} is missing; "
@@ -96,6 +99,7 @@ class Staging:
         _fsync_dir(self.path)
         old = old_path(self.final)
         if self.final.exists():
+            (self.final / REPLACED_NAME).touch()
             os.rename(self.final, old)
         os.rename(self.path, self.final)
         _fsync_dir(self.final.parent)
@@ -126,27 +130,29 @@ def clear_stale_partial(final: Path, replace_allowed: bool) -> None:
     partial = partial_path(final)
     if not partial.exists():
         return
-    fd = _try_lock(partial) if partial.is_dir() else None
-    if partial.is_dir() and fd is None:
+    if not (partial / LOCK_NAME).is_file():
+        raise StagingError(f"{str(partial)!r} is in the way and was not made by collect_dataset.py; move it or choose "
+                           f"another --output")
+    fd = _try_lock(partial)
+    if fd is None:
         raise StagingError(f"another collect_dataset.py run is writing {str(final)!r} ({partial.name} is locked); "
                            f"wait for it or choose another --output")
-    if fd is not None:
-        os.close(fd)
+    os.close(fd)
     if not replace_allowed:
         intact = ("it is intact; rerun with --resume to add episodes or --overwrite to start over"
                   if final.exists() else "no episode of that run was saved; rerun with --overwrite to start again")
         raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r}: {intact}")
     _note(f"removing {partial}, left by an interrupted run")
-    if partial.is_dir():
-        shutil.rmtree(partial)
-    else:
-        partial.unlink()
+    shutil.rmtree(partial)
 
 
 def stage(final: Path, mode: str) -> Staging:
     """A fresh staging dir for `final`; `mode` is "new", "overwrite" or "resume" (the CLI has checked `final`)."""
     recover(final)
     clear_stale_partial(final, replace_allowed=mode != "new")
+    if old_path(final).exists():
+        raise StagingError(f"{str(old_path(final))!r} is in the way (the swap that saves {str(final)!r} needs the "
+                           f"name) and was not made by collect_dataset.py; move it or choose another --output")
     partial = partial_path(final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)

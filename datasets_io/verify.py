@@ -92,15 +92,30 @@ def _squared_error(a: np.ndarray, b: np.ndarray) -> float:
     return float(((a.astype(np.float32) - b.astype(np.float32)) ** 2).mean())
 
 
+def _require(root: Path, fmt: str) -> None:
+    """ValueError naming the first metadata file of `fmt` that `root` lacks: every reader of the format opens it."""
+    dataset = FORMATS[fmt]
+    missing = [name for name in dataset.required if not (root / name).is_file()]
+    if missing:
+        raise ValueError(f"{missing[0]}: missing; every {dataset.title} reader opens it")
+
+
+def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
+    """Where the `fmt` dataset's metadata (fps, features, totals, episode index, shard lengths...) disagrees with its
+    data files or with what its writer writes for `collection` (its collection record): the replay in `verify`
+    follows the metadata to the frames but never checks it. Each problem starts with the file it is about; damaged
+    files raise ValueError or OSError naming the file."""
+    _require(root, fmt)
+    return FORMATS[fmt].check_metadata(root, collection)
+
+
 def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
     """Replay each episode of the `fmt` dataset at `root` in `env` (a PushT make_env rendering at the collection's
     image size); `max_steps` is the collection's step limit, where every failed episode must end. With
     `labels_of`, a perturbed episode's labels must be the ones it recomputes. Damaged files raise ValueError or
     OSError naming the file."""
+    _require(root, fmt)
     dataset = FORMATS[fmt]
-    missing = [name for name in dataset.required if not (root / name).is_file()]
-    if missing:
-        raise ValueError(f"{missing[0]}: missing; every {dataset.title} reader opens it")
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()

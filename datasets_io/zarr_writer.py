@@ -28,6 +28,7 @@ import zarr
 
 from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
 from datasets_io.episode import EpisodeData
+from datasets_io.lerobot_writer import settings
 
 IMAGE_CHUNK = 100  # frames per img chunk
 LOWDIM_CHUNK = 10_000
@@ -114,8 +115,11 @@ def write_quality(root: Path, quality: dict) -> None:
     zarr.open_group(str(root), mode="a").attrs["quality"] = quality
 
 
+REQUIRED = ("data/action", "data/state", "meta/episode_ends")  # what a replay zarr's readers open
+
+
 def is_dataset(root: Path) -> bool:
-    return all((root / part).exists() for part in (".zgroup", "data/action", "data/state", "meta/episode_ends"))
+    return all((root / part).exists() for part in (".zgroup", *REQUIRED))
 
 
 def read_collection(root: Path) -> dict:
@@ -166,3 +170,54 @@ def check_appendable(root: Path) -> None:
         for _, array in group[part].arrays():
             if array.shape[0]:
                 read_array(array, slice((array.shape[0] - 1) // array.chunks[0] * array.chunks[0], None))
+
+
+def _array_problems(group: zarr.Group, part: str, specs: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
+    """The arrays of `group[part]` against `specs` (name: per-row shape and dtype, as the writer creates them)."""
+    found = dict(group[part].arrays())
+    problems = [f"{part}/{name}: missing, the writer makes it" for name in specs if name not in found]
+    problems += [f"{part}/{name}: an array the writer does not make" for name in found if name not in specs]
+    for name, (shape, dtype) in specs.items():
+        if name in found and (found[name].shape[1:] != shape or found[name].dtype != np.dtype(dtype)):
+            problems.append(f"{part}/{name}: rows are {found[name].shape[1:]} {found[name].dtype}, the writer stores "
+                            f"{shape} {np.dtype(dtype)}")
+    return problems
+
+
+def _length_problems(lengths: np.ndarray, success: np.ndarray, max_steps: int) -> list[str]:
+    """The episode lengths episode_ends gives against the collection's step limit: no frame column says where an
+    episode starts, so a moved end shows only here (and in the replay). An episode ends at its first success, else
+    at the limit."""
+    problems = [f"meta/episode_ends: episode {e} is {n} frames long, the collection's limit is {max_steps} steps"
+                for e, n in enumerate(lengths) if n > max_steps]
+    problems += [f"meta/episode_ends: episode {e} is {n} frames long and failed, a failed episode runs to the "
+                 f"{max_steps}-step limit" for e, (n, ok) in enumerate(zip(lengths, success, strict=False))
+                 if not ok and n < max_steps]  # a success array of another length is reported apart
+    return problems
+
+
+def check_metadata(root: Path, collection: dict) -> list[str]:
+    """The arrays against what this writer makes for `collection`'s settings, and meta/episode_ends against the data
+    and the step limit: Diffusion Policy's ReplayBuffer cuts the episodes by episode_ends alone."""
+    image_size, _, perturbed = settings(collection)
+    group = zarr.open_group(str(root), mode="r")
+    data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
+    problems = _array_problems(group, "data", data_specs)
+    problems += _array_problems(group, "meta", {name: ((), dtype) for name, dtype in META.items()})
+    meta = group["meta"]
+    ends = read_array(meta["episode_ends"]).astype(np.int64)
+    steps = np.diff(ends, prepend=0)
+    if (steps <= 0).any():
+        e = int(np.argmax(steps <= 0))
+        problems.append(f"meta/episode_ends: episode {e} ends at frame {ends[e]}, not after "
+                        f"{ends[e - 1] if e else 'the start (0)'}: the ends must increase strictly")
+    else:
+        success = read_array(meta["episode_success"]) if "episode_success" in meta else []
+        problems += _length_problems(steps, success, collection["max_steps"])
+    frames = int(ends[-1]) if len(ends) else 0
+    for part, count, what in (("data", frames, f"meta/episode_ends ends at frame {frames}"),
+                              ("meta", len(ends), f"meta/episode_ends has {len(ends)} episodes")):
+        for name, array in group[part].arrays():
+            if array.shape[0] != count:
+                problems.append(f"{part}/{name}: holds {array.shape[0]} rows, {what}")
+    return problems

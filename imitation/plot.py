@@ -11,9 +11,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from sac.checkpoint import atomic_file  # noqa: E402
 
+PLOT_SOURCE = "pusht_sac imitation.plot"  # a PNG text field: how --overwrite knows a plot is ours
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
 
 
@@ -26,6 +28,15 @@ def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
         if point not in points or len(row.get("seeds", [])) >= len(points[point].get("seeds", [])):
             points[point] = row
     return points
+
+
+def plotted_here(path: Path) -> bool:
+    """Whether the PNG at `path` was drawn by `plot_scaling` (its Source field)."""
+    try:
+        with Image.open(path) as image:
+            return image.format == "PNG" and image.text.get("Source") == PLOT_SOURCE
+    except (OSError, ValueError):
+        return False
 
 
 def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "frames") -> None:
@@ -60,5 +71,5 @@ def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "fr
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     with atomic_file(out) as handle:
-        fig.savefig(handle, format="png", dpi=120)
+        fig.savefig(handle, format="png", dpi=120, metadata={"Source": PLOT_SOURCE})
     plt.close(fig)

@@ -7,7 +7,7 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -111,24 +111,45 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         handle.write(data)
 
 
-def ensure_writable_dir(directory: str | Path) -> None:
+def ensure_writable_dir(directory: str | Path) -> list[Path]:
     """Create `directory` and prove a file can be written in it, so a run fails before, not after, its work.
 
-    Raises OSError with a message naming the folder.
+    Returns the folders this call created, outermost first (for `remove_created_dirs`). Raises OSError with a
+    message naming the folder, after removing any folder it created: a refused run leaves nothing behind.
     """
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise OSError(f"{str(directory)!r} is a file, not a folder")
+    missing = [d for d in reversed((directory, *directory.parents)) if not d.exists()]
+    created: list[Path] = []
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        for folder in missing:
+            folder.mkdir()
+            created.append(folder)
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as err:
+        remove_created_dirs(created)
         raise OSError(f"cannot write to {str(directory)!r} ({err.strerror or err})") from None
+    return created
+
+
+def remove_created_dirs(created: list[Path]) -> None:
+    """Undo `ensure_writable_dir`: remove the folders it created, innermost first, only those still empty."""
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (someone wrote there) or already gone: leave it
+            pass
+
+
+class NotACheckpointError(CheckpointError):
+    """A readable file that is not a pusht_sac checkpoint or policy file: someone else's file, not a torn one."""
 
 
 def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """Read a file written by `atomic_save`; any failure becomes a CheckpointError naming it."""
+    """Read a file written by `atomic_save`; any failure becomes a CheckpointError naming it
+    (`NotACheckpointError` for a readable file that is not one of ours)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
@@ -137,7 +158,7 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dic
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or corrupt ({type(err).__name__})") from None
     if not isinstance(data, dict) or "format" not in data:
-        raise CheckpointError(f"{str(path)!r} is not a pusht_sac checkpoint or policy file")
+        raise NotACheckpointError(f"{str(path)!r} is not a pusht_sac checkpoint or policy file")
     return data
 
 
@@ -149,19 +170,54 @@ def list_checkpoints(directory: str | Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if CHECKPOINT_PATTERN.match(p.name))
 
 
-def load_latest(directory: str | Path, map_location: str | torch.device = "cpu") -> tuple[Path, dict] | None:
-    """The newest checkpoint that loads; unreadable newer ones are skipped with a warning."""
-    for path in reversed(list_checkpoints(directory)):
+def load_latest(directory: str | Path, map_location: str | torch.device = "cpu", *, strict: bool = False,
+                warn: Callable[[str], None] | None = None) -> tuple[Path, dict] | None:
+    """The newest checkpoint that loads, or None when there is none.
+
+    Unreadable newer ones (what a crash or a full disk leaves) are skipped: `warn` (default: a warning) names
+    each and the older file loaded instead. With `strict`, checkpoints none of which loads raise
+    CheckpointError naming the newest (and nothing is warned), and a readable file that is not a checkpoint
+    raises NotACheckpointError at once instead of being skipped.
+    """
+    warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
+    found = list_checkpoints(directory)
+    failures: list[str] = []
+    for path in reversed(found):
         try:
-            return path, load_file(path, map_location)
+            state = load_file(path, map_location)
         except CheckpointError as err:
-            warnings.warn(f"{err}; falling back to the previous checkpoint", stacklevel=2)
+            if strict and isinstance(err, NotACheckpointError):
+                raise
+            failures.append(str(err))
+            continue
+        for failure in failures:
+            warn(f"{failure}; falling back to the older checkpoint {path.name}")
+        return path, state
+    if failures:
+        rest = (f"it is the only checkpoint in {str(directory)!r}" if len(found) == 1 else
+                f"none of the {len(found) - 1} older checkpoints in {str(directory)!r} loads either")
+        if strict:
+            raise CheckpointError(f"{failures[0]}, and {rest}")
+        warn(f"{failures[0]}, and {rest}")
     return None
 
 
+TEMP_PATTERN = re.compile(r"^\.ckpt_\d{10}\.pt\.[a-z0-9_]{8}\.tmp$")  # atomic_file's temp name for a checkpoint
+
+
 def prune_checkpoints(directory: str | Path, keep: int) -> None:
-    """Delete all but the newest `keep` checkpoints, and temp files a killed writer left behind."""
+    """Delete all but the newest `keep` checkpoints (a failed write's temp file is removed by atomic_file)."""
     for path in list_checkpoints(directory)[:-keep]:
         path.unlink(missing_ok=True)
-    for stale in Path(directory).glob(".ckpt_*.tmp"):
-        stale.unlink(missing_ok=True)
+
+
+def remove_stale_temp_files(directory: str | Path) -> list[Path]:
+    """Delete the temp files of checkpoint writes that a killed process (SIGKILL, power loss) left behind.
+
+    Only while holding the folder's lock (train.py's FileLock): then no other process can be writing one.
+    """
+    directory = Path(directory)
+    stale = sorted(p for p in directory.iterdir() if TEMP_PATTERN.match(p.name)) if directory.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale

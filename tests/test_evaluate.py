@@ -167,6 +167,10 @@ def test_refuses_to_overwrite_without_flag(tmp_path: Path, capsys: pytest.Captur
     code, err = run_main(argv, capsys)
     assert code == 2 and err.startswith("error: ") and "--overwrite" in err and err.count("\n") == 1
     assert output.read_text() == "keep me"
+    code, err = run_main([*argv, "--overwrite"], capsys)  # not a metrics JSON of ours: never replaced
+    assert code == 2 and "is not one; nothing was touched" in err and output.read_text() == "keep me"
+    output.unlink()
+    assert run_main(argv, capsys)[0] == 0
     code, _ = run_main([*argv, "--overwrite"], capsys)
     assert code == 0
     result = json.loads(output.read_text())

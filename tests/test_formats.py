@@ -15,7 +15,7 @@ import zarr
 
 import collect_dataset
 import dataset_report
-from datasets_io import formats, tfrecord
+from datasets_io import formats, lerobot_writer, tfrecord
 from datasets_io.readers import read_demonstrations
 from datasets_io.verify import VIDEO_TOLERANCE
 
@@ -99,14 +99,66 @@ def test_lerobot_v21_has_the_layout_lerobot_033_and_gr00t_read(collection: Path)
     assert "annotation.human.action.task_description" in info["features"]
 
 
-def test_rlds_records_parse_as_tensorflow_writes_them(collection: Path) -> None:
-    assert tfrecord._masked_crc(b"") == 0xA282EAD8  # CRC-32C("") = 0, masked
-    assert tfrecord.google_crc32c.value(b"123456789") == 0xE3069283  # the CRC-32C check value
-    example = {"a": np.array([1.5, -2.0], np.float32), "b": np.array([3, -1]), "c": [b"x", b""]}
-    decoded = tfrecord.decode_example(tfrecord.encode_example(example))
-    np.testing.assert_array_equal(decoded["a"], example["a"])
-    np.testing.assert_array_equal(decoded["b"], example["b"])
-    assert decoded["c"] == [b"x", b""]
+def tf_example_class() -> type:
+    """tf.train.Example (TensorFlow's example.proto and feature.proto) built with Google's protobuf runtime: an
+    implementation of the wire format that is not ours, to hold our encoder and decoder to."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="tf_example.proto", package="tensorflow", syntax="proto3")
+    for name, kind in (("BytesList", field.TYPE_BYTES), ("FloatList", field.TYPE_FLOAT),
+                       ("Int64List", field.TYPE_INT64)):
+        values = proto.message_type.add(name=name).field.add(name="value", number=1, type=kind,
+                                                              label=field.LABEL_REPEATED)
+        values.options.packed = kind != field.TYPE_BYTES
+    feature = proto.message_type.add(name="Feature")
+    feature.oneof_decl.add(name="kind")
+    for number, name in enumerate(("bytes_list", "float_list", "int64_list"), 1):
+        feature.field.add(name=name, number=number, type=field.TYPE_MESSAGE, label=field.LABEL_OPTIONAL,
+                          type_name=f".tensorflow.{name.title().replace('_', '')}", oneof_index=0)
+    features = proto.message_type.add(name="Features")
+    entry = features.nested_type.add(name="FeatureEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=field.TYPE_MESSAGE, label=field.LABEL_OPTIONAL,
+                    type_name=".tensorflow.Feature")
+    features.field.add(name="feature", number=1, type=field.TYPE_MESSAGE, label=field.LABEL_REPEATED,
+                       type_name=".tensorflow.Features.FeatureEntry")
+    proto.message_type.add(name="Example").field.add(name="features", number=1, type=field.TYPE_MESSAGE,
+                                                     label=field.LABEL_OPTIONAL, type_name=".tensorflow.Features")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tensorflow.Example"))
+
+
+def test_rlds_records_parse_as_tensorflow_writes_them(collection: Path, tmp_path: Path) -> None:
+    """Our Examples against protobuf's parser and serializer; our record framing against TensorBoard's writer (the
+    TFRecord framing with its own CRC-32C), byte for byte."""
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    example_class = tf_example_class()
+    ours = {"a": np.array([1.5, -2.0], np.float32), "b": np.array([3, -1, 2**40]), "c": [b"x", b""]}
+    parsed = example_class.FromString(tfrecord.encode_example(ours)).features.feature
+    assert list(parsed["a"].float_list.value) == [1.5, -2.0] and list(parsed["b"].int64_list.value) == [3, -1, 2**40]
+    assert list(parsed["c"].bytes_list.value) == [b"x", b""]
+    theirs = example_class()
+    theirs.features.feature["z"].float_list.value.extend([0.25, 7.0])
+    theirs.features.feature["i"].int64_list.value.extend([-5, 0])
+    theirs.features.feature["s"].bytes_list.value.append(b"\x00\xff")
+    decoded = tfrecord.decode_example(theirs.SerializeToString())
+    np.testing.assert_array_equal(decoded["z"], [0.25, 7.0])
+    np.testing.assert_array_equal(decoded["i"], [-5, 0])
+    assert decoded["s"] == [b"\x00\xff"]
+    payloads = [tfrecord.encode_example(ours), theirs.SerializeToString(), b""]
+    with open(tmp_path / "ours", "wb") as handle:
+        for payload in payloads:
+            tfrecord.write_record(handle, payload)
+    with open(tmp_path / "theirs", "wb") as handle:
+        writer = RecordWriter(handle)
+        for payload in payloads:
+            writer.write(payload)
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "theirs").read_bytes()
+    assert list(tfrecord.read_records(tmp_path / "theirs")) == payloads
     root = collection / "rlds"
     info = json.loads((root / "dataset_info.json").read_text())
     assert info["splits"][0]["shardLengths"] == ["3"] and (root / "pusht_sac-train.tfrecord-00000-of-00001").is_file()
@@ -158,8 +210,25 @@ def test_verify_catches_images_one_step_off(copy: Path, capsys) -> None:
     images = group["data"]["img"][:12]
     group["data"]["img"][:11] = images[1:]  # episode 0 shows each step's successor
     code, out, _ = run(["--verify", str(copy)], capsys)
-    assert code == 1 and "MISMATCH episode 0 (seed 0): " in out and "episode 1 (seed 1): image" not in out
-    assert "one step shifted" in out or "image frame 0 differs" in out
+    assert code == 1 and "MISMATCH episode 1 (seed 1): image" not in out
+    assert "MISMATCH episode 0 (seed 0): image frame 0 differs" in out  # lossless: every frame is off
+
+
+def test_verify_catches_video_frames_one_step_off(tmp_path: Path, capsys) -> None:
+    """In a video the demonstrator's small steps stay within the codec's tolerance of every re-render: only the
+    episode-level alignment check can tell the frames are a step early."""
+    root = tmp_path / "ds"
+    assert run(["--checkpoint", str(REPO / "assets/policy.pt"), "--keep-failures", "--max-steps", "30", "--episodes",
+                "1", "--output", str(root)], capsys)[0] == 0
+    video = root / "videos/observation.image/chunk-000/file-000.mp4"
+    frames = lerobot_writer.decode_video(video)
+    shifted = lerobot_writer.VideoFile(video.with_name("shifted.mp4"), frames.shape[1])
+    shifted.write(np.concatenate([frames[1:], frames[-1:]]))  # each frame a step early, the last one twice
+    shifted.close()
+    video.with_name("shifted.mp4").replace(video)
+    code, out, _ = run(["--verify", str(root)], capsys)
+    assert code == 1 and "differs from the re-rendered state" not in out, out
+    assert "MISMATCH episode 0 (seed 0): the images match the re-rendered states better one step shifted" in out
 
 
 def _damage_video(root: Path) -> str:

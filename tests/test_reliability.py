@@ -146,4 +146,6 @@ def test_a_file_that_is_not_a_checkpoint_is_named_in_the_error(tmp_path):
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "ckpt_0000000300.pt").write_text("hello")
     result = run_script("train.py", *args_for(tmp_path, 300), timeout=120)
+    assert result.returncode == 2  # the only checkpoint: refused, not silently replaced by a new run's
     assert "ckpt_0000000300.pt" in result.stderr and "corrupt" in result.stderr
+    assert (tmp_path / "ckpt" / "ckpt_0000000300.pt").read_text() == "hello"

@@ -1,0 +1,1 @@
+"""Shared infrastructure under every package: crash-safe files, locks, the command-line contract."""

@@ -1,0 +1,99 @@
+"""What a dataset folder holds as collect_dataset.py wrote it: `manifest.json`, every file with its size and SHA-256.
+
+Written last, when a collection (or a `--resume`) finishes, at the root of each format's dataset. It serves two
+promises. `--overwrite` replaces a folder only when everything in it is listed (nothing of the user's is deleted);
+`--verify` proves the bytes are the ones written, file by file, as TFDS's checksums and the Hub's LFS hashes do:
+replay proves the physics, not that a last frame's action was never edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from datasets_io import staging
+from sac.checkpoint import atomic_write_bytes
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "pusht_sac.manifest/1"
+IGNORED = {MANIFEST_NAME, staging.LOCK_NAME, staging.COMPLETE_NAME, staging.REPLACED_NAME}
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _files(root: Path) -> list[str]:
+    """Every file under `root` (relative, '/'-separated, sorted) but the manifest and staging markers."""
+    found = []
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories.sort()
+        relative = Path(directory).relative_to(root)
+        found += [(relative / name).as_posix() for name in names
+                  if not (relative == Path(".") and name in IGNORED)]
+    return sorted(found)
+
+
+def write(root: Path) -> None:
+    """Hash every file of the dataset at `root` into its manifest (replacing the previous one)."""
+    files = {name: {"bytes": (root / name).stat().st_size, "sha256": _sha256(root / name)} for name in _files(root)}
+    manifest = {"format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
+    atomic_write_bytes(root / MANIFEST_NAME, (json.dumps(manifest, indent=1) + "\n").encode())
+
+
+def read(root: Path) -> dict[str, dict] | None:
+    """The listed files, or None where there is no manifest (a dataset written before manifests)."""
+    path = root / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        if manifest.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"format is {manifest.get('format')!r}")
+        return dict(manifest["files"])
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{MANIFEST_NAME}: not a manifest written by collect_dataset.py ({err})") from None
+
+
+def unlisted(root: Path) -> list[str]:
+    """The entries under `root` that its manifest does not list, shallowest first (a folder with nothing listed in
+    it is one entry): what `--overwrite` would delete that collect_dataset.py did not write. Every entry when there is
+    no manifest."""
+    listed = read(root)
+    if listed is None:
+        return sorted(entry.name for entry in root.iterdir() if entry.name not in IGNORED)
+    owned_dirs = {parent.as_posix() for name in listed for parent in Path(name).parents}
+    foreign = []
+    for directory, subdirectories, names in os.walk(root):
+        relative = Path(directory).relative_to(root)
+        for name in sorted(subdirectories):
+            if (relative / name).as_posix() not in owned_dirs:
+                foreign.append((relative / name).as_posix() + "/")
+        subdirectories[:] = sorted(name for name in subdirectories if (relative / name).as_posix() in owned_dirs)
+        foreign += [(relative / name).as_posix() for name in sorted(names)
+                    if (relative / name).as_posix() not in listed and not (relative == Path(".") and name in IGNORED)]
+    return sorted(foreign, key=lambda entry: (entry.count("/") - entry.endswith("/"), entry))
+
+
+def check(root: Path) -> list[str]:
+    """Every difference between the dataset at `root` and its manifest, one line per file (empty: the bytes are the
+    ones written)."""
+    listed = read(root)
+    if listed is None:
+        return [f"{MANIFEST_NAME}: missing; the files' checksums were not recorded (collected before checksums were "
+                f"kept, or the file was removed), so the bytes cannot be checked"]
+    problems = []
+    for name, entry in listed.items():
+        path = root / name
+        if not path.is_file():
+            problems.append(f"{name}: missing (listed in {MANIFEST_NAME})")
+        elif path.stat().st_size != entry["bytes"]:
+            problems.append(f"{name}: {path.stat().st_size} bytes, {entry['bytes']} were written")
+        elif _sha256(path) != entry["sha256"]:
+            problems.append(f"{name}: its bytes changed after collection (SHA-256 differs)")
+    problems += [f"{name}: not written by collect_dataset.py (not in {MANIFEST_NAME})"
+                 for name in _files(root) if name not in listed]
+    return problems
