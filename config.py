@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
+from sac import SACHyperParams
 
 
 def recipe_env_options() -> PushTOptions:
@@ -31,6 +32,9 @@ class ConfigError(ValueError):
 
 @dataclass
 class TrainConfig:
+    """A training run: the loop's settings, SAC's hyper-parameters (`sac`, declared in `SACHyperParams`) and the
+    PushT wrapper's options (`env`). YAML files and `--set` name SAC's keys flat (`lr`, not `sac.lr`)."""
+
     seed: int = 0
     env_id: str = PUSHT_ENV_ID
     episodes: int = 100_000
@@ -41,21 +45,7 @@ class TrainConfig:
     num_updates: int = 2  # gradient steps per round
     batch_size: int = 256
     buffer_size: int = 1_000_000
-    hidden_dim: int = 256
-    lr: float = 3e-4
-    gamma: float = 0.99
-    tau: float = 0.005
-    grad_clip: float = 1.0  # 0 disables
     reward_scale: float = 0.1
-    target_entropy: float | None = None  # None: −|A|
-    init_alpha: float = 1.0
-    layer_norm: bool = True
-    crossq: bool = False  # CrossQ critics: no targets, batch renormalisation, joint (s,a)/(s',a') pass
-    brn_warmup: int = 100_000  # crossq: critic updates of plain batch norm before renormalisation
-    policy_delay: int = 1  # actor and α step on every policy_delay-th update
-    adam_beta1: float = 0.9  # Adam's β1 (CrossQ's paper: 0.5)
-    bf16: bool = False  # bfloat16 autocast in updates (see README "Speed")
-    compile: bool = False  # torch.compile the update
     checkpoint_every: int = 50  # episodes
     checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
     keep_checkpoints: int = 3
@@ -66,41 +56,43 @@ class TrainConfig:
     eval_episodes: int = 20
     device: str = "cpu"
     threads: int = 0  # torch intra-op threads; 0 keeps torch's default
+    sac: SACHyperParams = field(default_factory=SACHyperParams)
     env: PushTOptions = field(default_factory=recipe_env_options)
 
     def validate(self) -> None:
-        positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "hidden_dim",
-                    "checkpoint_every", "keep_checkpoints", "log_every", "policy_delay"]
+        positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "checkpoint_every",
+                    "keep_checkpoints", "log_every"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ["max_env_steps", "start_steps", "update_after", "eval_every", "eval_episodes", "threads",
-                     "grad_clip", "checkpoint_every_steps", "brn_warmup"]:
+                     "checkpoint_every_steps"]:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ["lr", "reward_scale", "init_alpha"]:
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0.0 <= self.gamma < 1.0:
-            raise ConfigError(f"gamma must be in [0, 1), got {self.gamma}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ConfigError(f"tau must be in (0, 1], got {self.tau}")
-        if not 0.0 <= self.adam_beta1 < 1.0:
-            raise ConfigError(f"adam_beta1 must be in [0, 1), got {self.adam_beta1}")
-        if self.crossq and self.layer_norm:
-            raise ConfigError("crossq normalises the critics with batch renormalisation instead of LayerNorm; "
-                              "add layer_norm=false")
+        if not self.reward_scale > 0:
+            raise ConfigError(f"reward_scale must be > 0, got {self.reward_scale}")
         if self.buffer_size < self.batch_size:
             raise ConfigError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
         if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
-        try:
-            self.env.validate()
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
+        for part in (self.sac, self.env):
+            try:
+                part.validate()
+            except ValueError as err:
+                raise ConfigError(str(err)) from None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as YAML names them: SAC's flat beside the loop's, the wrapper's under `env` (checkpoints
+        store this, so checkpoints of every version compare alike)."""
+        values = dataclasses.asdict(self)
+        return {**{k: v for k, v in values.items() if k not in ("sac", "env")}, **values["sac"], "env": values["env"]}
+
+    def setting(self, key: str) -> Any:
+        """A setting by its flat name (`lr`, `buffer_size`), wherever it is declared."""
+        return self.to_dict()[key]
+
+
+SAC_KEYS = frozenset(f.name for f in dataclasses.fields(SACHyperParams))
 
 
 def _coerce(key: str, value: Any, annotation: Any) -> Any:
@@ -138,9 +130,12 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
 
 
 def _apply(target: Any, key: str, value: Any, prefix: str = "") -> None:
+    if isinstance(target, TrainConfig) and key in SAC_KEYS:  # SAC's keys are named flat
+        target = target.sac
     fields = {f.name: f for f in dataclasses.fields(target)}
     if key not in fields:
-        raise ConfigError(f"unknown config key {prefix + key!r}; known keys: {', '.join(sorted(fields))}")
+        known = sorted({*fields, *SAC_KEYS} - {"sac"}) if isinstance(target, TrainConfig) else sorted(fields)
+        raise ConfigError(f"unknown config key {prefix + key!r}; known keys: {', '.join(known)}")
     if dataclasses.is_dataclass(getattr(target, key)):
         if not isinstance(value, dict):
             raise ConfigError(f"{prefix + key} must be a mapping of options, got {value!r}")

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from collections import deque
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -71,7 +71,7 @@ class Trainer:
         self.config = config
         if config.threads:
             torch.set_num_threads(config.threads)
-        config.env.shaping_gamma = config.gamma
+        config.env.shaping_gamma = config.sac.gamma
         check_device(config.device)
         check_env(config.env_id)
         seed_everything(config.seed)
@@ -80,12 +80,7 @@ class Trainer:
         obs_dim = int(np.prod(self.env.observation_space.shape))
         act_dim = int(np.prod(self.env.action_space.shape))
         # A decision spans decision_steps env steps: the next one is bootstrapped with γ^decision_steps.
-        decision_gamma = config.gamma ** decision_steps(config)
-        hp = SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=decision_gamma, tau=config.tau,
-                            grad_clip=config.grad_clip, target_entropy=config.target_entropy,
-                            init_alpha=config.init_alpha, layer_norm=config.layer_norm, bf16=config.bf16,
-                            compile=config.compile, crossq=config.crossq, brn_warmup=config.brn_warmup,
-                            policy_delay=config.policy_delay, adam_beta1=config.adam_beta1)
+        hp = replace(config.sac, gamma=config.sac.gamma ** decision_steps(config))
         check_memory(config, obs_dim, act_dim, hp)
         try:
             self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
@@ -93,7 +88,7 @@ class Trainer:
         except (MemoryError, RuntimeError) as err:  # the estimate fit, the allocation still failed
             if not isinstance(err, (MemoryError, torch.cuda.OutOfMemoryError)) and "allocate" not in str(err):
                 raise
-            raise ConfigError(f"could not allocate the networks (hidden_dim={config.hidden_dim}) and replay buffer "
+            raise ConfigError(f"could not allocate the networks (hidden_dim={hp.hidden_dim}) and replay buffer "
                               f"(buffer_size={config.buffer_size}) on {config.device} ({first_line(err)}); lower "
                               f"hidden_dim or buffer_size") from None
         self.global_step = 0  # env steps
@@ -127,10 +122,10 @@ class Trainer:
     def load_state_dict(self, state: dict, path: Path) -> None:
         saved = state["config"]
         for key in STRUCTURAL_KEYS:
-            if saved.get(key) != getattr(self.config, key):
+            if saved.get(key) != self.config.setting(key):
                 raise ConfigError(
                     f"checkpoint {str(path)!r} was trained with {key}={saved.get(key)!r}, the config says "
-                    f"{getattr(self.config, key)!r}; use another checkpoint_dir "
+                    f"{self.config.setting(key)!r}; use another checkpoint_dir "
                     f"(or --no-resume --overwrite to discard it)")
         if (state["obs_dim"], state["act_dim"]) != (self.agent.obs_dim, self.agent.act_dim):
             raise ConfigError(
@@ -475,7 +470,7 @@ def check_memory(config: TrainConfig, obs_dim: int, act_dim: int, hp: SACHyperPa
         total, where = torch.cuda.get_device_properties(index).total_memory, f"{config.device}'s memory"
     if network_bytes + buffer_bytes > total:
         raise ConfigError(
-            f"hidden_dim={config.hidden_dim} and buffer_size={config.buffer_size} ask for about "
+            f"hidden_dim={hp.hidden_dim} and buffer_size={config.buffer_size} ask for about "
             f"{gib(network_bytes + buffer_bytes)} ({actor + critic:,} network parameters: {gib(network_bytes)} with "
             f"gradients, Adam state and targets; replay buffer {gib(buffer_bytes)}), more than the {gib(total)} of "
             f"{where}; lower hidden_dim or buffer_size")

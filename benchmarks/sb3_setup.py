@@ -18,9 +18,9 @@ def make_sb3_sac(env: gym.Env, config: TrainConfig, learning_starts: int):
     from stable_baselines3.common.logger import configure
 
     model = SAC(
-        "MlpPolicy", env, learning_rate=config.lr, buffer_size=config.buffer_size, batch_size=config.batch_size,
-        tau=config.tau, gamma=config.gamma, learning_starts=learning_starts, train_freq=1, gradient_steps=1,
-        ent_coef="auto", policy_kwargs={"net_arch": [config.hidden_dim, config.hidden_dim]}, seed=config.seed,
+        "MlpPolicy", env, learning_rate=config.sac.lr, buffer_size=config.buffer_size, batch_size=config.batch_size,
+        tau=config.sac.tau, gamma=config.sac.gamma, learning_starts=learning_starts, train_freq=1, gradient_steps=1,
+        ent_coef="auto", policy_kwargs={"net_arch": [config.sac.hidden_dim] * 2}, seed=config.seed,
         device="cpu", verbose=0)
     model.set_logger(configure(folder=None, format_strings=[]))
     return model

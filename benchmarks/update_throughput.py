@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -18,7 +19,7 @@ from sb3_setup import make_sb3_sac
 
 from config import TrainConfig
 from env.pusht_wrapper import PushTOptions, make_env
-from sac import ReplayBuffer, SACAgent, SACHyperParams
+from sac import ReplayBuffer, SACAgent
 
 
 def main() -> None:
@@ -43,10 +44,8 @@ def main() -> None:
     rewards = rng.normal(size=args.transitions).astype(np.float32)
     dones = rng.random(args.transitions) < 0.01
 
-    ours = SACAgent(obs_dim, act_dim, SACHyperParams(hidden_dim=config.hidden_dim, lr=config.lr, gamma=config.gamma,
-                                                     tau=config.tau, grad_clip=config.grad_clip,
-                                                     layer_norm=args.layer_norm, bf16=args.bf16,
-                                                     compile=args.compile))
+    ours = SACAgent(obs_dim, act_dim, replace(config.sac, layer_norm=args.layer_norm, bf16=args.bf16,
+                                              compile=args.compile))
     buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size)
     peer = make_sb3_sac(env, config, learning_starts=0)
     for i in range(args.transitions):
@@ -74,7 +73,7 @@ def main() -> None:
     ours_median, peer_median = statistics.median(ours_rates), statistics.median(peer_rates)
     flags = " ".join(f for f, on in (("layer_norm", args.layer_norm), ("bf16", args.bf16), ("compile", args.compile))
                      if on) or "fp32"
-    print(f"threads={args.threads} batch={config.batch_size} hidden={config.hidden_dim} ours[{flags}]")
+    print(f"threads={args.threads} batch={config.batch_size} hidden={config.sac.hidden_dim} ours[{flags}]")
     print(f"pusht_sac SACAgent.update : median {ours_median:8.1f} updates/s  rounds {[round(r) for r in ours_rates]}")
     print(f"SB3 SAC.train             : median {peer_median:8.1f} updates/s  rounds {[round(r) for r in peer_rates]}")
     print(f"ratio (ours / SB3)        : {ours_median / peer_median:.2f}x")

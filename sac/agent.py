@@ -16,14 +16,19 @@ from sac.replay_buffer import Batch
 
 @dataclass
 class SACHyperParams:
-    hidden_dim: int = 256
+    """Every SAC hyper-parameter, declared once with its default (the project's recipe); train.py's config nests it.
+
+    `gamma` is the discount per agent step: a trainer whose step spans k env steps passes γ^k.
+    """
+
+    hidden_dim: int = 256  # width of the two hidden layers of actor and critics
     lr: float = 3e-4
     gamma: float = 0.99
     tau: float = 0.005
     grad_clip: float = 1.0  # max gradient norm for actor and critics; 0 disables clipping
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
-    layer_norm: bool = False  # LayerNorm after each hidden layer of the critics
+    layer_norm: bool = True  # LayerNorm after each hidden layer of the critics
     bf16: bool = False  # bfloat16 autocast for the update's matmuls (fast on CPUs with AMX)
     compile: bool = False  # torch.compile the update (pays on long runs: ~1 min to compile)
     # CrossQ (Bhatt et al., ICLR 2024): no target critics; batch renormalisation in the critics; one joint critic
@@ -32,6 +37,27 @@ class SACHyperParams:
     brn_warmup: int = 100_000  # CrossQ: critic updates during which batch renormalisation is plain batch norm
     policy_delay: int = 1  # actor and α are updated on every policy_delay-th update (the first included)
     adam_beta1: float = 0.9  # Adam's β1 for every optimiser (CrossQ's paper: 0.5)
+
+    def validate(self) -> None:
+        """ValueError, one line naming the setting, for a value the agent cannot train with."""
+        for name in ("hidden_dim", "policy_delay"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("grad_clip", "brn_warmup"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("lr", "init_alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        if not 0.0 <= self.adam_beta1 < 1.0:
+            raise ValueError(f"adam_beta1 must be in [0, 1), got {self.adam_beta1}")
+        if self.crossq and self.layer_norm:
+            raise ValueError("crossq normalises the critics with batch renormalisation instead of LayerNorm; "
+                             "add layer_norm=false")
 
 
 def _make_adam(params: list[nn.Parameter] | list[torch.Tensor], hp: SACHyperParams,
@@ -53,9 +79,8 @@ class SACAgent:
         self.device = torch.device(device)
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.target_entropy = float(-act_dim if self.hp.target_entropy is None else self.hp.target_entropy)
+        self.hp.validate()
         self.actor = GaussianActor(obs_dim, act_dim, self.hp.hidden_dim).to(self.device)
-        if self.hp.policy_delay < 1:
-            raise ValueError(f"policy_delay must be >= 1, got {self.hp.policy_delay}")
         self.critic = TwinQ(obs_dim, act_dim, self.hp.hidden_dim, self.hp.layer_norm, batch_renorm=self.hp.crossq,
                             brn_warmup=self.hp.brn_warmup).to(self.device)
         self.critic_target = None if self.hp.crossq else make_target(self.critic)

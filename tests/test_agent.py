@@ -102,7 +102,7 @@ def reference_update(agent: SACAgent, batch, hp: SACHyperParams, seed: int) -> d
 
 def test_optimised_update_equals_plain_reference_update():
     torch.manual_seed(0)
-    hp = SACHyperParams(hidden_dim=64, grad_clip=1.0)
+    hp = SACHyperParams(hidden_dim=64, grad_clip=1.0, layer_norm=False)  # the reference is a plain MLP
     agent = SACAgent(6, 2, hp)
     buffer = filled_buffer()
     for _ in range(5):
@@ -127,7 +127,7 @@ def test_optimised_update_equals_plain_reference_update():
 
 def test_update_changes_weights_and_reports_finite_metrics():
     torch.manual_seed(0)
-    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32))
+    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32, layer_norm=False))
     before = [p.detach().clone() for p in agent.actor.parameters()]
     metrics = agent.update(filled_buffer().sample(64))
     assert set(metrics) >= {"loss_actor", "loss_critic1", "loss_critic2", "alpha", "mean_q1", "mean_q2", "log_prob"}
@@ -163,8 +163,8 @@ def test_checkpoint_round_trip_gives_same_actions_and_optimizer_state(tmp_path):
 
 def test_bf16_update_tracks_the_fp32_update():
     torch.manual_seed(0)
-    fp32 = SACAgent(6, 2, SACHyperParams(hidden_dim=64))
-    bf16 = SACAgent(6, 2, SACHyperParams(hidden_dim=64, bf16=True))
+    fp32 = SACAgent(6, 2, SACHyperParams(hidden_dim=64, layer_norm=False))
+    bf16 = SACAgent(6, 2, SACHyperParams(hidden_dim=64, layer_norm=False, bf16=True))
     bf16.load_state_dict(fp32.state_dict())
     start = [p.detach().clone() for p in fp32.actor.parameters()]
     buffer = filled_buffer()

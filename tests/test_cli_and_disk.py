@@ -26,7 +26,7 @@ def folders(tmp: Path) -> list[str]:
 
 def test_one_set_flag_takes_several_pairs_and_repeats_still_work():
     config = load_config(None, ["lr=1e-4", "env.step_cost=0.5", "batch_size=64"])
-    assert (config.lr, config.env.step_cost, config.batch_size) == (1e-4, 0.5, 64)
+    assert (config.sac.lr, config.env.step_cost, config.batch_size) == (1e-4, 0.5, 64)
     args = train.parse_args(["--set", "lr=1e-4", "batch_size=64", "--set", "env.step_cost=0.5"])
     assert args.set == ["lr=1e-4", "batch_size=64", "env.step_cost=0.5"]
 

@@ -12,7 +12,7 @@ from sac import SACAgent, SACHyperParams
 from sac.batch_renorm import EnsembleBatchRenorm
 from sac.checkpoint import atomic_save, list_checkpoints, load_file
 
-CROSSQ = SACHyperParams(hidden_dim=32, crossq=True, policy_delay=3, adam_beta1=0.5, lr=1e-3)
+CROSSQ = SACHyperParams(hidden_dim=32, crossq=True, layer_norm=False, policy_delay=3, adam_beta1=0.5, lr=1e-3)
 
 
 def renorm_reference(layer: EnsembleBatchRenorm, x: torch.Tensor) -> torch.Tensor:
@@ -148,7 +148,7 @@ def test_crossq_checkpoint_round_trip_restores_statistics_counter_and_continues_
 
 def test_crossq_bf16_update_is_finite():
     torch.manual_seed(0)
-    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32, crossq=True, bf16=True))
+    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32, crossq=True, layer_norm=False, bf16=True))
     metrics = agent.update(filled_buffer().sample(64))
     assert all(torch.isfinite(v) for v in metrics.values()) and metrics["loss_critic1"].dtype == torch.float32
 
@@ -156,7 +156,8 @@ def test_crossq_bf16_update_is_finite():
 def test_config_keys_and_their_checks():
     config = load_config(None, ["crossq=true", "layer_norm=false", "policy_delay=3", "adam_beta1=0.5",
                                 "brn_warmup=1000"])
-    assert (config.crossq, config.policy_delay, config.adam_beta1, config.brn_warmup) == (True, 3, 0.5, 1000)
+    sac = config.sac
+    assert (sac.crossq, sac.policy_delay, sac.adam_beta1, sac.brn_warmup) == (True, 3, 0.5, 1000)
     for overrides, message in ((["crossq=true"], "layer_norm=false"), (["policy_delay=0"], "policy_delay"),
                                (["adam_beta1=1.0"], "adam_beta1"), (["brn_warmup=-1"], "brn_warmup")):
         with pytest.raises(ConfigError, match=message):
