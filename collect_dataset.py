@@ -166,8 +166,8 @@ def check_resumable(roots: dict[str, Path], collection: dict) -> None:
     named as bad input, not carried into the resumed dataset or reported later as a failed write."""
     for name, root in roots.items():
         try:
-            problems = manifest.check(root) if (root / manifest.MANIFEST_NAME).is_file() else []
-            problems += check_metadata(root, name, collection)
+            problems = check_metadata(root, name, collection)
+            problems += manifest.check(root) if (root / manifest.MANIFEST_NAME).is_file() else []
             for _ in FORMATS[name].iter_episodes(root, False):
                 pass
             if name == "zarr":

@@ -8,12 +8,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import run_script
+from conftest import REPO, run_script
 
+from cli_common import env_spec
 from config import ConfigError, load_config
+from datasets_io.episode import EpisodeRecorder
 from datasets_io.readers import read_demonstrations
 from env.decisions import DecisionWrapper
-from env.pusht_wrapper import PushTOptions, make_env
+from env.pusht_wrapper import MAX_EPISODE_STEPS, PushTOptions, make_env
+from policy_io import load_policy
 from sac.checkpoint import list_checkpoints, load_file
 
 WAYPOINT = PushTOptions(features="rich", action_mode="waypoint", decision_steps=4, target_speed=15.0, max_lead=40.0,
@@ -135,3 +138,15 @@ def test_relative_waypoints_are_offsets_from_the_current_target():
     for _ in range(3):  # the rest of the decision holds that waypoint
         np.testing.assert_allclose(env.step(np.array([1.0, 1.0]))[4]["env_action"], first, atol=1e-3)
     np.testing.assert_allclose(env.step(np.array([1.0, 0.0]))[4]["env_action"], first + [60.0, 0.0], atol=1e-3)
+
+
+def test_the_shipped_demonstrator_moves_its_target_at_most_15_px_a_step() -> None:
+    """The README's promise about assets/policy.pt: human-paced targets, ≤ target_speed (15 px) an env step."""
+    policy = load_policy(REPO / "assets/policy.pt")
+    assert policy.env_options.target_speed == 15.0
+    env = make_env(*env_spec(policy))
+    recorder = EpisodeRecorder(env, MAX_EPISODE_STEPS)
+    for seed in (0, 1, 2):
+        episode = recorder(policy, seed)
+        steps = np.linalg.norm(np.diff(episode.action, axis=0), axis=1)
+        assert episode.success and steps.max() <= 15.0 + 1e-3, (seed, steps.max())
