@@ -24,6 +24,7 @@ from pathlib import Path
 import gymnasium as gym
 import imageio
 import imageio.v3 as iio
+import imageio_ffmpeg
 import numpy as np
 import torch
 from PIL import Image
@@ -88,15 +89,19 @@ class Evaluator:
         self.env.unwrapped._last_action = None
         partial = Path(self.job.video_dir) / f".seed{seed}.partial.mp4"
         # macro_block_size=8: 680 is a multiple of 8, so ffmpeg keeps the frame size instead of padding to 688.
-        writer = (imageio.get_writer(partial, format="FFMPEG", fps=CONTROL_HZ, macro_block_size=8)
-                  if record_video else None)
+        # ffmpeg_log_level quiet: a failure is reported once, by the frame count below, not by ffmpeg's own lines.
+        writer = (imageio.get_writer(partial, format="FFMPEG", fps=CONTROL_HZ, macro_block_size=8,
+                                     ffmpeg_log_level="quiet") if record_video else None)
+        written = 0
         gif_frames: list[np.ndarray] = []
         advice = "free space or pass --video-dir / --gif on another disk, then run again"
 
         def capture(env: gym.Env) -> None:
             frame = env.render()  # gym-pusht: _render(visualize=True), 680x680 with the action target marker
+            nonlocal written
             if writer is not None:
                 writer.append_data(frame)
+                written += 1
             if record_gif:
                 small = Image.fromarray(frame).resize((GIF_SIZE, GIF_SIZE), Image.Resampling.BILINEAR)
                 gif_frames.append(np.asarray(small))
@@ -108,6 +113,8 @@ class Evaluator:
                 finally:
                     if writer is not None:
                         writer.close()
+                if writer is not None:
+                    check_video(partial, written)
         except WriteError:
             partial.unlink(missing_ok=True)
             raise
@@ -119,6 +126,17 @@ class Evaluator:
             with guarded_write(self.job.gif, advice):
                 iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
         return record
+
+
+def check_video(path: Path, frames: int) -> None:
+    """OSError unless the mp4 at `path` holds `frames` frames: imageio does not check that ffmpeg finished (a full
+    disk kills it and leaves a truncated file behind a normal close)."""
+    try:
+        found, _ = imageio_ffmpeg.count_frames_and_secs(str(path))
+    except (OSError, RuntimeError):
+        found = 0
+    if found != frames:
+        raise OSError(f"ffmpeg stopped after {found} of {frames} frames")
 
 
 _worker: Evaluator | None = None

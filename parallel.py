@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -37,6 +38,7 @@ RAY_INSTALL = "pip install -r requirements-ray.txt"
 PROJECT = Path(__file__).resolve().parent
 RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
 RAY_POLL_S, RAY_ANSWER_S = 10.0, 30.0  # while waiting, the cluster is asked every POLL s and must answer in ANSWER s
+RAY_CONNECT_S = 10.0  # how long a cluster's HOST:PORT may take to accept a connection before the run is refused
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,19 @@ def _token_at_hand() -> bool:
         os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token")).is_file()
 
 
+def _unreachable(address: str) -> str | None:
+    """Why nothing accepts a connection at a HOST:PORT address (None: something does, or the address has another
+    form). Ray's own connect retries a silent address for many minutes before it fails."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
+    except OSError as err:
+        return err.strerror or str(err) or type(err).__name__
+    return None
+
+
 class _Ray:
     """Ray tasks in a placement group of `workers` CPUs: exactly that many run at once, on any cluster."""
 
@@ -192,15 +207,21 @@ class _Ray:
             # on a cluster, every task runs this very checkout's code (Ray uploads it once, leaving out what
             # .gitignore names: data, runs, venvs), so no node needs a copy of the project, nor the same version
             cluster = {"runtime_env": {"working_dir": str(PROJECT), "excludes": [".git"]}}
+            token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
+
+            def unreachable(reason: object) -> BadInput:
+                return BadInput(f"cannot reach a Ray cluster at {address} ({reason}); start one with `ray start "
+                                f"--head` or fix --ray{token if address else ''}")
+
+            if address and (reason := _unreachable(address)) is not None:
+                raise unreachable(reason)
             try:
                 # "local": a Ray of its own even where `ray start` left one running on this machine, which
                 # ray.init() would join otherwise
                 ray.init(address=address or "local", logging_level=logging.WARNING,
                          **(cluster if address else local))
             except ConnectionError as err:
-                token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
-                raise BadInput(f"cannot reach a Ray cluster at {address} ({err}); start one with `ray start "
-                               f"--head` or fix --ray{token if address else ''}") from None
+                raise unreachable(err) from None
         self.group = placement_group([{"CPU": 1}] * backend.workers)
         if not self.group.wait(timeout_seconds=RAY_RESERVE_S):
             total = ray.cluster_resources().get("CPU", 0)

@@ -382,7 +382,8 @@ class Trainer:
                 clock_step, clock_time = self.global_step, now
                 if self.checkpoint_due():
                     self.save_checkpoint()
-            path = self.save_checkpoint()
+            saved = self.last_checkpoint_step == self.global_step > 0  # the last episode's periodic checkpoint
+            path = Path(cfg.checkpoint_dir) / checkpoint_name(self.global_step) if saved else self.save_checkpoint()
         except WriteError as err:
             progress.close()
             print(f"error: {err}", file=sys.stderr)

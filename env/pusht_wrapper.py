@@ -274,7 +274,7 @@ def make_env(env_id: str = PUSHT_ENV_ID, options: PushTOptions | None = None,
     env = gym.make(env_id)
     if not isinstance(env.action_space, gym.spaces.Box) or not isinstance(env.observation_space, gym.spaces.Box):
         raise ValueError(f"{env_id} must have Box observation and action spaces")
-    env = gym.wrappers.RescaleAction(env, -1.0, 1.0)
+    env = gym.wrappers.RescaleAction(env, np.float32(-1.0), np.float32(1.0))  # float32 bounds: no dtype warning
     return gym.wrappers.TransformObservation(
         env, lambda o: np.asarray(o, dtype=np.float32),
         gym.spaces.Box(-np.inf, np.inf, env.observation_space.shape, np.float32))

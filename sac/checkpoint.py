@@ -42,10 +42,12 @@ def write_error(err: BaseException, path: str | Path, advice: str) -> WriteError
     if isinstance(err, WriteError):
         return err
     os_error = _os_error_in(err)
+    if os_error is not None and os_error.filename:  # the very file that failed, inside the folder being written
+        path = os_error.filename
     if os_error is not None and os_error.errno == errno.ENOSPC:
         reason = "the disk is full"
     elif os_error is not None:
-        reason = os_error.strerror or str(os_error)
+        reason = (os_error.strerror or str(os_error) or type(os_error).__name__).splitlines()[0]
     else:
         reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
     return WriteError(f"could not write {str(path)!r} ({reason}); {advice}")

@@ -1,6 +1,6 @@
 """Each preset is pinned to the table that documents it and names every setting, so a moved default cannot move it.
 
-The expected values are transcribed from README "Configuration reference" (its defaults and the presets' values in
+The expected values are transcribed from docs/configuration.md (its defaults and the presets' values in
 its notes) and, for configs/seed.yaml, from the seed project's README ("SAC Hyperparameters", "Training",
 "Environment").
 """

@@ -1,9 +1,11 @@
 """Faults a long run meets: SIGKILL, a torn checkpoint, NaNs, bad folders, a foreign checkpoint."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,15 +61,67 @@ def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_pat
     assert (a["updates"], a["episode"]) == (b["updates"], b["episode"])
 
 
-def test_sigterm_saves_and_exits_130(tmp_path):
-    process = popen_train("--no-resume", *args_for(tmp_path, 100_000))
-    wait_for(tmp_path / "ckpt" / "ckpt_0000000300.pt")
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130
-    assert "interrupted at env step" in stderr and "resume" in stderr
-    newest = list_checkpoints(tmp_path / "ckpt")[-1]
-    assert load_file(newest)["global_step"] > 300 or newest.name == "ckpt_0000000300.pt"
+class Training:
+    """train.py in the background, its stderr (where the progress bar goes) read as it comes."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while chunk := os.read(self.process.stderr.fileno(), 65536):
+            self.chunks.append(chunk)
+
+    def stderr(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def wait_for_step(self, step: int, total: str, timeout: float = 120) -> None:
+        """Until the progress bar (`N/total` env steps, drawn after the signal handlers are installed) passes
+        `step`."""
+        deadline = time.time() + timeout
+        while max((int(n) for n in re.findall(rf"(\d+)/{total}\b", self.stderr())), default=-1) < step:
+            assert self.process.poll() is None, f"train.py ended early: {self.stderr()[-3000:]}"
+            assert time.time() < deadline, f"no progress to step {step}: {self.stderr()[-3000:]}"
+            time.sleep(0.02)
+
+    def finish(self, timeout: float = 60) -> tuple[int, str]:
+        code = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code, self.stderr()
+
+
+def test_sigterm_saves_a_checkpoint_at_the_step_it_reports_and_exits_130(tmp_path):
+    """A first run leaves ckpt_0000000200.pt; the resumed run has no periodic checkpoint due (checkpoint_every is
+    1000 episodes), so a checkpoint past step 200 exists only if the SIGTERM handler wrote it."""
+    pendulum = {"env_id": "Pendulum-v1", "episodes": 10_000, "checkpoint_every": 1000}
+    first = run_script("train.py", "--no-resume", *args_for(tmp_path, 200, **pendulum))
+    assert first.returncode == 0, first.stderr[-3000:]
+    old = tmp_path / "ckpt" / "ckpt_0000000200.pt"
+    before = old.read_bytes()
+
+    training = Training(*args_for(tmp_path, 100_000, **pendulum))
+    try:
+        training.wait_for_step(400, "100k")  # resumed at 200 and one more episode done
+        assert list_checkpoints(tmp_path / "ckpt") == [old]  # the newest step saved when the signal is sent: 200
+        training.process.send_signal(signal.SIGTERM)
+        code, stderr = training.finish()
+    finally:
+        if training.process.poll() is None:
+            training.process.kill()
+    assert code == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    (step,) = (int(n) for n in re.findall(r"^interrupted at env step (\d+); saved .*resume", stderr, flags=re.M))
+    assert step > 200
+    saved = tmp_path / "ckpt" / f"ckpt_{step:010d}.pt"
+    assert f"saved {saved}" in stderr
+    assert list_checkpoints(tmp_path / "ckpt") == [old, saved]
+    assert old.read_bytes() == before
+    state = load_file(saved)
+    assert state["global_step"] == step and state["episode"] >= 2
 
 
 _SLOW_WRITER = """
