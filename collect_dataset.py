@@ -45,17 +45,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import parallel
-from cli_common import (
-    EXIT_INTERRUPTED,
-    BadInput,
-    check_finite,
-    env_spec,
-    load_checked_policy,
-    random_policy,
-    run_command,
-)
-from config import TrainConfig
+from common import parallel
+from common.cli import EXIT_INTERRUPTED, BadInput, check_finite, run_command
+from common.files import guarded_write
 from datasets_io import formats, manifest, staging, zarr_writer
 from datasets_io.episode import EpisodeData, EpisodeRecorder
 from datasets_io.formats import FORMATS, Writer
@@ -64,12 +56,13 @@ from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import LabelSource, check_metadata, verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
-from eval_protocol import EVAL_START_SEED, HEADLINE_EPISODES
 from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
 from imitation.policy import ChunkPolicy
-from policy_io import LoadedPolicy
-from sac.checkpoint import guarded_write
+from protocol.loading import env_spec, load_checked_policy, random_policy
+from protocol.policy_file import LoadedPolicy
+from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
+from training.config import TrainConfig
 
 EXIT_SHORT = 1
 DEFAULT_POLICY = Path("assets/policy.pt")

@@ -35,24 +35,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import parallel
-from cli_common import (
-    EXIT_INTERRUPTED,
-    BadInput,
-    check_output_file,
-    check_writable_dir,
-    json_with_keys,
-    run_command,
-)
+from common import parallel
+from common.cli import EXIT_INTERRUPTED, BadInput, check_output_file, check_writable_dir, json_with_keys, run_command
+from common.files import atomic_write_bytes, guarded_write
 from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata
-from eval_protocol import EVAL_START_SEED, PROTOCOL_NAME
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
 from imitation.plot import plot_scaling, plotted_here
 from imitation.training import LearnerConfig
-from sac.checkpoint import atomic_write_bytes, guarded_write
+from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
 
 REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
 

@@ -30,27 +30,13 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from cli_common import (
-    BadInput,
-    check_output_file,
-    check_writable_dir,
-    env_spec,
-    json_with_keys,
-    load_checked_policy,
-    random_policy,
-    run_command,
-)
-from config import TrainConfig
+from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys, run_command
+from common.files import WriteError, atomic_write_bytes, guarded_write
 from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
-from eval_protocol import (
-    EVAL_START_SEED,
-    PROTOCOL_NAME,
-    EpisodeRecord,
-    run_episode,
-    summarize,
-)
-from policy_io import LoadedPolicy, load_policy
-from sac.checkpoint import WriteError, atomic_write_bytes, guarded_write
+from protocol.loading import env_spec, load_checked_policy, random_policy
+from protocol.policy_file import LoadedPolicy, load_policy
+from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, run_episode, summarize
+from training.config import TrainConfig
 
 GIF_SIZE = 256
 RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metrics JSON of this script holds

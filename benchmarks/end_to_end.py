@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 from sb3_setup import make_sb3_sac
 
-from config import load_config
 from env.pusht_wrapper import make_env
-from train import Trainer
+from training.config import load_config
+from training.trainer import Trainer
 
 
 def main() -> None:

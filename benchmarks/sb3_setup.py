@@ -9,7 +9,7 @@ import gymnasium as gym
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from config import TrainConfig  # noqa: E402
+from training.config import TrainConfig
 
 
 def make_sb3_sac(env: gym.Env, config: TrainConfig, learning_starts: int):

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from sb3_setup import make_sb3_sac
 
-from config import TrainConfig
 from env.pusht_wrapper import PushTOptions, make_env
 from sac import ReplayBuffer, SACAgent
+from training.config import TrainConfig
 
 
 def main() -> None:

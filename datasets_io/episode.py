@@ -18,7 +18,7 @@ import numpy as np
 
 from datasets_io import lerobot_stats
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
-from eval_protocol import Policy, run_episode
+from protocol.pusht_eval import Policy, run_episode
 
 TASK = "Push the T-shaped block onto the T-shaped target."
 FPS = CONTROL_HZ

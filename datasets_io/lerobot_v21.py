@@ -33,10 +33,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.files import atomic_write_bytes
 from datasets_io import lerobot_stats
 from datasets_io import lerobot_writer as v3
 from datasets_io.episode import FPS, TASK, EpisodeData
-from sac.checkpoint import atomic_write_bytes
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000

@@ -40,9 +40,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.files import atomic_write_bytes
 from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
-from sac.checkpoint import atomic_write_bytes
 
 os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole configuration to stderr otherwise
 

@@ -13,8 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from common.files import atomic_write_bytes
 from datasets_io import staging
-from sac.checkpoint import atomic_write_bytes
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"

@@ -25,10 +25,10 @@ from pathlib import Path
 import imageio.v3 as iio
 import numpy as np
 
+from common.files import atomic_write_bytes
 from datasets_io import lerobot_writer, tfrecord
 from datasets_io.episode import TASK, EpisodeData
 from datasets_io.lerobot_writer import json_problems, read_json, settings
-from sac.checkpoint import atomic_write_bytes
 
 NAME = "pusht_sac"
 VERSION = "1.0.0"

@@ -41,3 +41,8 @@ class DecisionWrapper(gym.Wrapper):
                 break
         info = dict(info, env_steps=taken, raw_reward=raw, coverage=coverage, is_success=success)
         return obs, total, terminated, truncated, info
+
+
+def steps_per_decision(env: gym.Env) -> int:
+    """Env steps one `step` of `env` spans: k under a `DecisionWrapper`, else 1."""
+    return env.steps if isinstance(env, DecisionWrapper) else 1

@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 
 from env.decisions import DecisionWrapper
-from sac.utils import scale_to_range, scale_to_unit
+from env.scaling import scale_to_range, scale_to_unit
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 

@@ -16,8 +16,8 @@ import torch
 from tqdm import tqdm
 
 from env.pusht_wrapper import BOARD_SIZE, PUSHT_ENV_ID, make_env
-from eval_protocol import EpisodeRecord, EpisodeTracker, summarize
 from imitation.policy import ChunkPolicy
+from protocol.pusht_eval import EpisodeRecord, EpisodeTracker, summarize
 
 
 class ChunkedController:

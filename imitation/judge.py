@@ -1,6 +1,6 @@
 """Judging a dataset with several learners and training seeds: the jobs, run in parallel (local processes or Ray
-tasks, parallel.py), and the figures that aggregate them (mean and spread over seeds, and the Wilson interval of the
-pooled episodes).
+tasks, common/parallel.py), and the figures that aggregate them (mean and spread over seeds, and the Wilson interval
+of the pooled episodes).
 
 One job = one learner trained with one seed on one frame budget of one dataset, evaluated at every execution
 horizon asked for (one trained learner serves them all).
@@ -19,14 +19,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import parallel
+from common import parallel
+from common.files import atomic_file, atomic_write_bytes
 from datasets_io.readers import Demonstration
-from eval_protocol import wilson_interval
 from imitation import flow, image, mlp
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
-from sac.checkpoint import atomic_file, atomic_write_bytes
+from protocol.pusht_eval import wilson_interval
 
 # (episodes, config, progress, work_dir: where training checkpoints live, or None) → (policy, training record)
 Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool, Path | None], tuple[ChunkPolicy, dict]]

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from sac.checkpoint import atomic_file  # noqa: E402
+from common.files import atomic_file
 
 PLOT_SOURCE = "pusht_sac imitation.plot"  # a PNG text field: how --overwrite knows a plot is ours
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}

@@ -20,10 +20,10 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
+from common.files import CheckpointError, atomic_save, load_file
 from datasets_io.readers import Demonstration
 from imitation.normalizer import RangeNormalizer
 from imitation.windows import dataset_windows
-from sac.checkpoint import CheckpointError, atomic_save, load_file
 
 CHECKPOINT_FORMAT = "pusht_sac.learner_training/1"
 CHECKPOINT_EVERY = 1000  # steps between checkpoints: a few seconds of writing against minutes of training

@@ -14,7 +14,6 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
-
 def rng_state() -> dict:
     """The global generators' states, for a checkpoint that resumes exactly."""
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
@@ -22,20 +21,9 @@ def rng_state() -> dict:
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
-
 def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def scale_to_range(unit: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Map [-1, 1] → [low, high] elementwise."""
-    return low + (np.asarray(unit) + 1.0) * 0.5 * (high - low)
-
-
-def scale_to_unit(value: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Map [low, high] → [-1, 1] elementwise (inverse of `scale_to_range`)."""
-    return 2.0 * (np.asarray(value) - low) / (high - low) - 1.0

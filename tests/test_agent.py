@@ -4,8 +4,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from common.files import atomic_save, load_file
 from sac import ReplayBuffer, SACAgent, SACHyperParams
-from sac.checkpoint import atomic_save, load_file
 
 
 def filled_buffer(obs_dim: int = 6, act_dim: int = 2, n: int = 500) -> ReplayBuffer:

@@ -25,7 +25,7 @@ import evaluate
 from datasets_io import manifest, rlds, staging, tfrecord
 from datasets_io.readers import Demonstration
 from env.pusht_wrapper import PushTOptions
-from policy_io import policy_payload, save_policy
+from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
 
 ALL = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]

@@ -13,8 +13,10 @@ from pathlib import Path
 from conftest import run_script
 
 import train
-from config import load_config
-from sac.checkpoint import list_checkpoints, load_file, load_latest
+from common.files import load_file
+from training.checkpoints import list_checkpoints, load_latest
+from training.config import load_config
+from training.trainer import Trainer
 
 TINY = ["start_steps=150", "update_after=150", "batch_size=32", "hidden_dim=32", "buffer_size=4000",
         "eval_every=0", "log_every=50", "threads=1"]
@@ -82,7 +84,7 @@ def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypa
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync_then_full)
-    code = train.Trainer(config).train(resume=True)
+    code = Trainer(config).train(resume=True)
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 74
     assert err.startswith("error: could not write") and "the disk is full" in err and "resume" in err

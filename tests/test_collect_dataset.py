@@ -24,7 +24,7 @@ from datasets_io import lerobot_stats, staging
 from datasets_io.dp_keypoints import dp_keypoints, local_keypoints
 from datasets_io.episode import TASK
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
-from policy_io import policy_payload, save_policy
+from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
 
 REPO = Path(__file__).resolve().parents[1]
@@ -285,7 +285,7 @@ def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:
 def test_workers_hand_over_the_frame_encodings_their_writers_need(names, use_video, prepared) -> None:
     import dataclasses
 
-    import parallel
+    from common import parallel
 
     job = collect_dataset.Job(None, 0.0, 96, 4, formats=names, use_video=use_video)
     ((_, episode),) = parallel.imap(collect_dataset.worker_collector, job, [3], parallel.Backend(2), str)

@@ -7,10 +7,11 @@ import torch
 from conftest import run_script
 from test_agent import filled_buffer
 
-from config import ConfigError, load_config
+from common.files import atomic_save, load_file
 from sac import SACAgent, SACHyperParams
 from sac.batch_renorm import EnsembleBatchRenorm
-from sac.checkpoint import atomic_save, list_checkpoints, load_file
+from training.checkpoints import list_checkpoints
+from training.config import ConfigError, load_config
 
 CROSSQ = SACHyperParams(hidden_dim=32, crossq=True, layer_norm=False, policy_delay=3, adam_beta1=0.5, lr=1e-3)
 

@@ -13,7 +13,6 @@ import torch
 import zarr
 from conftest import collect_tiny, run_script
 
-from cli_common import random_policy
 from datasets_io.readers import (
     Demonstration,
     keypoints_from_pose,
@@ -22,12 +21,13 @@ from datasets_io.readers import (
 )
 from datasets_io.statistics import motion_statistics
 from env.pusht_wrapper import block_keypoints, make_env
-from eval_protocol import wilson_interval
 from imitation import flow, mlp
 from imitation.evaluation import ChunkedController, evaluate_learner
 from imitation.judge import LEARNERS, aggregate, format_row, load_learner, save_learner
 from imitation.normalizer import RangeNormalizer
 from imitation.windows import episode_windows
+from protocol.loading import random_policy
+from protocol.pusht_eval import wilson_interval
 
 GOAL_POINT = np.array([400.0, 400.0])
 

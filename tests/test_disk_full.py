@@ -25,7 +25,8 @@ from pathlib import Path
 
 from conftest import run_script
 
-from sac.checkpoint import list_checkpoints, load_file, load_latest
+from common.files import load_file
+from training.checkpoints import list_checkpoints, load_latest
 
 
 def file_size_limit(max_bytes: int) -> Callable[[], None]:

@@ -15,11 +15,12 @@ import torch
 from PIL import Image, ImageSequence
 
 import evaluate
+from common.files import atomic_save
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
-from eval_protocol import PROTOCOL_NAME, EpisodeRecord, summarize, wilson_interval
-from policy_io import TRAIN_FORMAT, load_policy, policy_payload, save_policy
+from protocol.policy_file import TRAIN_FORMAT, load_policy, policy_payload, save_policy
+from protocol.pusht_eval import PROTOCOL_NAME, EpisodeRecord, summarize, wilson_interval
 from sac.actor import GaussianActor
-from sac.checkpoint import atomic_save, checkpoint_name
+from training.checkpoints import checkpoint_name
 
 REPO = Path(__file__).resolve().parents[1]
 

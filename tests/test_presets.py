@@ -14,8 +14,8 @@ import pytest
 import yaml
 from conftest import REPO
 
-from config import TrainConfig, load_config
-from train import Trainer
+from training.config import TrainConfig, load_config
+from training.trainer import Trainer
 
 # train.py sets env.shaping_gamma to gamma, so no preset names it and README's table leaves it out.
 INHERITED = {"env.shaping_gamma"}
@@ -104,7 +104,7 @@ def test_seed_preset_makes_one_update_per_env_step(tmp_path):
         f"checkpoint_dir={tmp_path / 'ckpt'}", f"log_dir={tmp_path / 'logs'}"])
     trainer = Trainer(config)
     assert trainer.train(resume=False) == 0
-    assert trainer.global_step == trainer.decisions == 600  # a target every env step
+    assert trainer.counters.global_step == trainer.counters.decisions == 600  # a target every env step
     # One update after every env step from the update_after-th (the 400th) to the 600th.
-    assert trainer.updates == 600 - 400 + 1
+    assert trainer.counters.updates == 600 - 400 + 1
     assert trainer.agent.target_entropy == -2.0

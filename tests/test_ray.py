@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_script
 
-import parallel
 from collect_dataset import Job, worker_collector
+from common import parallel
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                reason=f"Ray is not installed ({parallel.RAY_INSTALL})")

@@ -12,7 +12,8 @@ from pathlib import Path
 import torch
 from conftest import REPO, run_script
 
-from sac.checkpoint import atomic_save, list_checkpoints, load_file, load_latest
+from common.files import atomic_save, load_file
+from training.checkpoints import list_checkpoints, load_latest
 
 
 def args_for(tmp: Path, steps: int, **extra: object) -> list[str]:
@@ -127,7 +128,7 @@ def test_sigterm_saves_a_checkpoint_at_the_step_it_reports_and_exits_130(tmp_pat
 _SLOW_WRITER = """
 import sys, torch
 sys.path.insert(0, {repo!r})
-from sac.checkpoint import atomic_save
+from common.files import atomic_save
 atomic_save({{"format": "big", "data": torch.zeros(150_000_000)}}, {path!r})
 """
 

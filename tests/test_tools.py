@@ -3,10 +3,10 @@ import torch
 from conftest import run_script
 from torch.utils.tensorboard import SummaryWriter
 
+from common.files import atomic_save
 from imitation.plot import most_seeded
-from policy_io import TRAIN_FORMAT, load_policy, policy_payload
+from protocol.policy_file import TRAIN_FORMAT, load_policy, policy_payload
 from sac.actor import GaussianActor
-from sac.checkpoint import atomic_save
 
 
 def test_export_policy_keeps_the_actor_and_refuses_to_overwrite(tmp_path):

@@ -5,8 +5,9 @@ import yaml
 from conftest import REPO, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from config import TrainConfig, load_config
-from sac.checkpoint import list_checkpoints, load_file
+from common.files import load_file
+from training.checkpoints import list_checkpoints
+from training.config import TrainConfig, load_config
 
 REQUIRED_TAGS = {
     "Reward/episode", "Reward/mean_100", "Loss/actor", "Loss/critic1", "Loss/critic2", "Alpha", "Q/mean_q1",

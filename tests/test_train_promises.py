@@ -19,7 +19,8 @@ import pytest
 from conftest import REPO, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from sac.checkpoint import list_checkpoints, load_file
+from common.files import load_file
+from training.checkpoints import list_checkpoints
 
 
 def settings(tmp: Path, **values: object) -> list[str]:

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from conftest import REPO, run_script
 
-from cli_common import env_spec
-from config import ConfigError, load_config
+from common.files import load_file
 from datasets_io.episode import EpisodeRecorder
 from datasets_io.readers import read_demonstrations
 from env.decisions import DecisionWrapper
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PushTOptions, make_env
-from policy_io import load_policy
-from sac.checkpoint import list_checkpoints, load_file
+from protocol.loading import env_spec
+from protocol.policy_file import load_policy
+from training.checkpoints import list_checkpoints
+from training.config import ConfigError, load_config
 
 WAYPOINT = PushTOptions(features="rich", action_mode="waypoint", decision_steps=4, target_speed=15.0, max_lead=40.0,
                         step_cost=1.0, success_bonus=10.0, shaping_keypoints=20.0, shaping_agent_block=5.0)

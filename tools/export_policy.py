@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from policy_io import POLICY_FORMAT, TRAIN_FORMAT, save_policy  # noqa: E402
-from sac.checkpoint import CheckpointError, load_file  # noqa: E402
+from common.files import CheckpointError, load_file
+from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT, save_policy
 
 
 def main(argv: list[str] | None = None) -> int:

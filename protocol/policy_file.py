@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from common.files import CheckpointError, atomic_save, load_file
 from env.pusht_wrapper import PushTOptions
 from sac.actor import GaussianActor
-from sac.checkpoint import CheckpointError, atomic_save, load_file
 
 POLICY_FORMAT = "pusht_sac.policy/1"
 TRAIN_FORMAT = "pusht_sac.train/1"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cli_common import BadInput
+from common.cli import BadInput
 
 C = TypeVar("C")
 T = TypeVar("T")

@@ -47,12 +47,14 @@ class EpisodeTracker:
 
     def __init__(self, seed: int, reset_info: dict) -> None:
         self.seed, self.length, self.total, self.success, self.max_reward = seed, 0, 0.0, False, 0.0
+        self.env_steps = 0  # = length, unless a step spans several env steps (training's decisions)
         self.max_coverage = float(reset_info.get("coverage", 0.0))
 
     def step(self, reward: float, info: dict) -> None:
         """Metrics use the raw env reward (`info["raw_reward"]` when a wrapper shapes it), never the training one."""
         raw = float(info.get("raw_reward", reward))
         self.length += 1
+        self.env_steps += int(info.get("env_steps", 1))
         self.total += raw
         self.max_reward = raw if self.length == 1 else max(self.max_reward, raw)
         self.max_coverage = max(self.max_coverage, float(info.get("coverage", 0.0)))

@@ -1,0 +1,1 @@
+"""Training a SAC policy: the run's config, the trainer, its checkpoints and resume, its logging."""

@@ -1,0 +1,92 @@
+"""The folders one training run owns: created and proven writable, locked against a second run, cleared of an
+earlier run's files only when asked. A refused run leaves them as it found them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tqdm import tqdm
+
+from common.files import ensure_writable_dir, remove_created_dirs
+from common.locks import FileLock, LockHeld
+from training.checkpoints import list_checkpoints, remove_stale_temp_files
+from training.config import ConfigError, TrainConfig
+
+LOCK_NAME = ".train_lock"  # held in checkpoint_dir and log_dir for the whole run (common/locks.py)
+FOLDERS = ("checkpoint_dir", "log_dir")
+
+
+def prepare_folders(config: TrainConfig) -> list[Path]:
+    """Create checkpoint_dir and log_dir and prove both writable; returns the folders created. On a failure,
+    removes what it created first."""
+    created: list[Path] = []
+    for option in FOLDERS:
+        try:
+            created += ensure_writable_dir(getattr(config, option))
+        except OSError as err:
+            remove_created_dirs(created)
+            raise ConfigError(f"{option}: {err}; set {option} to a writable folder") from None
+    return created
+
+
+def lock_folders(config: TrainConfig) -> list[FileLock]:
+    """Lock checkpoint_dir and log_dir (one lock when they are one folder) against a second train.py run."""
+    folders: dict[Path, list[str]] = {}
+    for option in FOLDERS:
+        folders.setdefault(Path(getattr(config, option)).resolve(), []).append(option)
+    locks: list[FileLock] = []
+    for folder, options in folders.items():
+        try:
+            locks.append(FileLock(folder / LOCK_NAME).acquire())
+            continue
+        except LockHeld as held:
+            holder = f"PID {held.pid}" if held.pid is not None else "PID unknown"
+            problem = (f"another train.py run ({holder}) is using {' and '.join(options)} "
+                       f"{getattr(config, options[0])!r}; wait for it to finish or set checkpoint_dir/log_dir to "
+                       f"other folders")
+        except OSError as err:
+            problem = (f"cannot lock {str(folder / LOCK_NAME)!r} ({err.strerror or err}); set "
+                       f"{'/'.join(options)} to another folder")
+        for lock in locks:
+            lock.release(undo=True)
+        raise ConfigError(problem)
+    return locks
+
+
+def discard_previous_run(config: TrainConfig, overwrite: bool) -> None:
+    """A fresh start never mixes with an earlier run's files: refuse, or delete them (only them) on --overwrite."""
+    old = list_checkpoints(config.checkpoint_dir) + sorted(Path(config.log_dir).glob("events.out.tfevents.*"))
+    if old and not overwrite:
+        raise ConfigError(f"{config.checkpoint_dir!r} or {config.log_dir!r} holds an earlier run; run without "
+                          f"--no-resume to continue it, add --overwrite to delete it, or choose other folders")
+    for path in old:
+        path.unlink()
+
+
+@contextmanager
+def claimed(config: TrainConfig, prepare: Callable[[], None]) -> Iterator[None]:
+    """The run's folders, locked for the `with` block. `prepare` (discarding or resuming an earlier run) runs
+    first: when it refuses (ConfigError), the locks and the folders this call made are undone."""
+    created = prepare_folders(config)
+    try:
+        locks = lock_folders(config)
+    except ConfigError:
+        remove_created_dirs(created)
+        raise
+    try:
+        try:
+            prepare()
+        except ConfigError:
+            for lock in locks:
+                lock.release(undo=True)
+            remove_created_dirs(created)
+            raise
+        # Holding the lock, no other process can be writing here: a temp file is a killed run's leftover.
+        for stale in remove_stale_temp_files(config.checkpoint_dir):
+            tqdm.write(f"removed {stale}, the unfinished checkpoint of a killed run")
+        yield
+    finally:
+        for lock in locks:
+            lock.release()
