@@ -204,9 +204,13 @@ class _Ray:
             # a local Ray for the run is sized like the local pool, and its workers run at normal priority as the
             # pool's do (Ray nices them by default, which starves them on a busy machine)
             local = {"num_cpus": backend.workers, "_system_config": {"worker_niceness": 0}}
-            # on a cluster, every task runs this very checkout's code (Ray uploads it once, leaving out what
-            # .gitignore names: data, runs, venvs), so no node needs a copy of the project, nor the same version
-            cluster = {"runtime_env": {"working_dir": str(PROJECT), "excludes": [".git"]}}
+            # on a cluster, every task runs this very checkout's code (Ray uploads it once, leaving out .git, venvs
+            # and what .gitignore names: data, runs), so no node needs a copy of the project, nor the same version.
+            # Those excludes are ours, not Ray's defaults, which warn about each one on every run (lines on stderr
+            # beside the run's own)
+            os.environ.setdefault("RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES", "")
+            cluster = {"runtime_env": {"working_dir": str(PROJECT), "excludes": [".git", ".venv", "venv",
+                                                                                  "__pycache__"]}}
             token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
 
             def unreachable(reason: object) -> BadInput:

@@ -339,3 +339,56 @@ def test_a_saved_learner_loads_and_predicts_the_same(name, tmp_path):
                                   loaded.predict(frames, torch.Generator().manual_seed(1)))
     with pytest.raises(ValueError, match="not a learner file"):
         load_learner(tmp_path / "missing.pt")
+
+
+def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrupted_one(tiny_dataset, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+    from sac.checkpoint import load_file
+
+    from imitation.training import CHECKPOINT_EVERY
+
+    steps = CHECKPOINT_EVERY + 200  # one checkpoint mid-training, then ≈ 2 s of steps to interrupt
+
+    def command(name: str) -> list[str]:
+        return [sys.executable, str(REPO / "dataset_report.py"), str(tiny_dataset / "zarr"), "--imitation",
+                "--learner", "mlp", "--seeds", "1", "--episodes", "2", "--train-steps", str(steps), "--exec-horizon",
+                "8", "--work-dir", str(tmp_path / f"{name}_jobs"), "--json", str(tmp_path / f"{name}.json")]
+
+    def start(name: str) -> subprocess.Popen:
+        return subprocess.Popen(command(name), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+
+    uninterrupted = start("whole")  # beside the interrupted one: one thread each
+    interrupted = start("cut")
+    try:
+        deadline, found = time.monotonic() + 120, []
+        while not found and interrupted.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            found = list((tmp_path / "cut_jobs").glob("*.partial/train.pt"))  # written by atomic rename
+        interrupted.send_signal(signal.SIGINT)  # Ctrl-C, after the first checkpoint, before the end of training
+        assert interrupted.wait(60) == 130, interrupted.stderr.read()
+        assert interrupted.stderr.read().splitlines() == ["interrupted; nothing written"]
+        (checkpoint,) = found
+        assert load_file(checkpoint)["step"] == CHECKPOINT_EVERY
+        assert not (tmp_path / "cut.json").exists()
+        again = subprocess.run(command("cut"), cwd=REPO, capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # the same command, run again
+        assert again.returncode == 0, again.stderr
+        assert uninterrupted.wait(120) == 0, uninterrupted.stderr.read()
+    finally:
+        for process in (interrupted, uninterrupted):
+            if process.poll() is None:
+                process.kill()
+    resumed, whole = (json.loads((tmp_path / f"{name}.json").read_text())["imitation"] for name in ("cut", "whole"))
+    (resumed_run,), (whole_run,) = resumed["runs"], whole["runs"]
+    assert resumed_run["training"]["resumed_at"] == CHECKPOINT_EVERY and whole_run["training"]["resumed_at"] == 0
+    assert resumed_run["training"]["final_loss"] == whole_run["training"]["final_loss"]
+    assert resumed_run["exec_horizon"] == whole_run["exec_horizon"]  # every evaluation episode, reward by reward
+    assert resumed["summary"] == whole["summary"]
+    assert [path.suffix for path in (tmp_path / "cut_jobs").iterdir()] == [".json"]  # stored; checkpoints gone

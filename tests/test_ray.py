@@ -1,20 +1,28 @@
 """--ray: collection and judging as Ray tasks give the local pool's results; a failing task is named; without Ray the
-flag says how to install it. The Ray tests share one local Ray of 2 CPUs and are skipped only where Ray is absent."""
+flag says how to install it; and the README's Failure behaviour: a cluster nobody listens on or one short of --workers
+CPUs is one line and exit 2 with nothing written, a task that raises is retried once then named, a lost worker's task
+is retried once then the loss is named, each with exit 130, the complete episodes saved (--resume continues) and the
+finished judge jobs kept in --work-dir (the same command reuses them). The Ray tests share one local Ray of 2 CPUs and
+are skipped only where Ray is absent."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import REPO, run_script
+from conftest import REPO, collect_tiny, run_script
 
 from collect_dataset import Job, worker_collector
 from common import parallel
+from datasets_io.readers import read_demonstrations
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                reason=f"Ray is not installed ({parallel.RAY_INSTALL})")
@@ -97,3 +105,199 @@ def test_without_ray_the_flag_says_how_to_install_it(script: str, tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: --ray needs Ray, which is not installed here: "
                                                   f"{parallel.RAY_INSTALL}"]
+
+
+# --- the Failure behaviour promises of --ray (README): refused runs, failed or lost tasks -------------------------
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every entry under root, folders included (an empty folder left behind counts)."""
+    return {str(path.relative_to(root)) + "/" * path.is_dir(): b"" if path.is_dir() else path.read_bytes()
+            for path in sorted(root.rglob("*"))}
+
+
+def seeds_in(dataset: Path) -> list[int]:
+    return [episode.seed for episode in read_demonstrations(dataset)[2]]
+
+
+@pytest.fixture(scope="module")
+def judge_data(tmp_path_factory) -> Path:
+    """Three 12-step random episodes (zarr) to judge."""
+    return collect_tiny(tmp_path_factory.mktemp("judge") / "ds", 12, "zarr")
+
+
+def judge_args(data: Path, *more: str) -> list[str]:
+    return [str(data), "--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "2",
+            "--exec-horizon", "8", *more]
+
+
+@needs_ray
+@pytest.mark.parametrize("script", ["collect_dataset.py", "dataset_report.py"])
+def test_an_address_nobody_listens_on_is_one_line_and_exit_2(script: str, tmp_path: Path, request) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    argv = [*SMALL, "--episodes", "2", "--output", str(tmp_path / "ds")] if script == "collect_dataset.py" else \
+        judge_args(request.getfixturevalue("judge_data"), "--json", str(tmp_path / "report.json"))
+    before = tree(tmp_path)
+    started = time.monotonic()
+    result = run_script(script, *argv, "--workers", "2", "--ray", address, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines() == [
+        f"error: cannot reach a Ray cluster at {address} (Connection refused); start one with `ray start --head` or "
+        f"fix --ray (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"]
+    assert tree(tmp_path) == before  # no dataset, no DIR.partial, no report
+    assert time.monotonic() - started < 60  # refused, not left waiting on Ray's own retries
+
+
+@needs_ray
+@pytest.mark.parametrize("script", ["collect_dataset.py", "dataset_report.py"])
+def test_more_workers_than_the_cluster_has_cpus_is_one_line_and_exit_2(script: str, tmp_path: Path, ray_address: str,
+                                                                       request, monkeypatch, capsys) -> None:
+    import collect_dataset
+    import dataset_report
+
+    monkeypatch.setattr(parallel, "RAY_RESERVE_S", 2.0)  # the README's 60 s, shortened for the test
+    argv = [*SMALL, "--episodes", "2", "--output", str(tmp_path / "ds")] if script == "collect_dataset.py" else \
+        judge_args(request.getfixturevalue("judge_data"), "--json", str(tmp_path / "report.json"))
+    before = tree(tmp_path)
+    main = collect_dataset.main if script == "collect_dataset.py" else dataset_report.main
+    assert main([*argv, "--workers", "3", "--ray", ray_address]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the Ray cluster did not free 3 CPUs for --workers 3 in 2 s (2 in all); lower --workers"]
+    assert tree(tmp_path) == before
+    import ray  # the reservation is given back: the cluster's 2 CPUs are free for the next run
+
+    deadline = time.monotonic() + 10
+    while ray.available_resources().get("CPU") != 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ray.available_resources().get("CPU") == 2
+
+
+# A driver whose workers fail on purpose: the worker-side function of collect_dataset.py (worker_collector) or
+# dataset_report.py (imitation.judge.job_runner) is wrapped, in the driver, by one that logs every attempt and fails
+# on one episode seed / job training seed. Defined in the driver's __main__, so Ray ships it to the workers by value.
+FAILING_DRIVER = r"""
+import functools, importlib, os, signal, sys, time
+from pathlib import Path
+
+def failing(original, log, target, mode, wait, context):
+    run = original(context)
+    jobs = context[0] if isinstance(context, tuple) else None  # a judgement's context starts with its jobs
+
+    def lines():
+        return Path(log).read_text().splitlines()
+
+    def one(item):
+        label = jobs[item][0].seed if jobs is not None else item
+        with open(log, "a") as f:
+            f.write(f"try {label}\n")
+        if label == target:
+            attempt = lines().count(f"try {label}")
+            if mode == "raise":
+                deadline = time.monotonic() + 60
+                while wait >= 0 and f"done {wait}" not in lines() and time.monotonic() < deadline:
+                    time.sleep(0.05)  # fail only once the other job has finished (it must be kept)
+                time.sleep(0.5)
+                raise ValueError(f"injected failure of {label}, attempt {attempt}")
+            if mode == "kill" or (mode == "kill-first" and attempt == 1):
+                os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies mid-task
+        result = run(item)
+        with open(log, "a") as f:
+            f.write(f"done {label}\n")
+        return result
+    return one
+
+seam_module, seam, log, target, mode, wait, script, *argv = sys.argv[1:]
+module = importlib.import_module(seam_module)
+setattr(module, seam, functools.partial(failing, getattr(module, seam), log, int(target), mode, int(wait)))
+sys.exit(importlib.import_module(script).main(argv))
+"""
+
+
+def run_failing(script: str, log: Path, target: int, mode: str, *argv: str,
+                wait: int = -1) -> subprocess.CompletedProcess:
+    """`script`'s main(argv) in a driver whose task for `target` fails by `mode` (raise, kill, kill-first, none);
+    a raising judge job first waits for job `wait` to finish."""
+    seam = ("collect_dataset", "worker_collector") if script == "collect_dataset" else ("imitation.judge", "job_runner")
+    return subprocess.run([sys.executable, "-c", FAILING_DRIVER, *seam, str(log), str(target), mode, str(wait), script,
+                           *argv], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+
+
+def attempts(log: Path, label: int) -> int:
+    return log.read_text().splitlines().count(f"try {label}")
+
+
+def episodes_equal(first: Path, second: Path) -> bool:
+    pairs = list(zip(read_demonstrations(first)[2], read_demonstrations(second)[2], strict=True))
+    return all(a.seed == b.seed and np.array_equal(a.action, b.action) and np.array_equal(a.keypoints, b.keypoints)
+               for a, b in pairs)
+
+
+@needs_ray
+def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_complete_ones_resume(
+        tmp_path: Path, ray_address: str) -> None:
+    out, log = tmp_path / "ds", tmp_path / "attempts.log"
+    collect = [*SMALL, "--format", "zarr", "--output", str(out)]
+    result = run_failing("collect_dataset", log, 1, "raise", *collect, "--episodes", "3", "--workers", "2",
+                         "--ray", ray_address)
+    assert result.returncode == 130, result.stderr[-3000:]
+    assert result.stderr.splitlines() == ["episode seed 1 failed twice: ValueError: injected failure of 1, attempt 2: "
+                                          "1 complete episode(s) saved; continue with --resume"]
+    assert attempts(log, 1) == 2  # the first failure was retried, the second ended the run
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]  # no ds.partial
+    assert seeds_in(out) == [0]  # the episode completed before the failure, saved
+    resumed = run_script("collect_dataset.py", *collect, "--episodes", "2", "--resume", timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    whole = run_script("collect_dataset.py", *SMALL, "--format", "zarr", "--episodes", "3", "--output",
+                       str(tmp_path / "whole"), timeout=60)
+    assert whole.returncode == 0, whole.stderr
+    assert seeds_in(out) == [0, 1, 2] and episodes_equal(out, tmp_path / "whole")  # continued where it stopped
+
+
+@needs_ray
+@pytest.mark.parametrize("mode", ["kill-first", "kill"])
+def test_a_lost_worker_is_retried_once_then_named(mode: str, tmp_path: Path, ray_address: str) -> None:
+    out, log = tmp_path / "ds", tmp_path / "attempts.log"
+    result = run_failing("collect_dataset", log, 1, mode, *SMALL, "--format", "zarr", "--output", str(out),
+                         "--episodes", "3", "--workers", "2", "--ray", ray_address)
+    assert attempts(log, 1) == 2  # the task whose worker died ran again
+    if mode == "kill-first":  # ... and the run went on as if nothing had happened
+        assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
+        assert seeds_in(out) == [0, 1, 2]
+        return
+    assert result.returncode == 130, result.stderr[-3000:]
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("the Ray workers or cluster were lost (") and \
+        line.endswith("): 1 complete episode(s) saved; continue with --resume"), line
+    assert seeds_in(out) == [0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]
+
+
+@needs_ray
+def test_a_judge_job_that_raises_on_ray_is_retried_once_then_named_and_the_finished_one_is_reused(
+        tmp_path: Path, ray_address: str, judge_data: Path) -> None:
+    work, log, report = tmp_path / "jobs", tmp_path / "attempts.log", tmp_path / "report.json"
+    judge = judge_args(judge_data, "--seeds", "2", "--workers", "2", "--ray", ray_address, "--work-dir", str(work),
+                       "--json", str(report))
+    result = run_failing("dataset_report", log, 1, "raise", *judge, wait=0)
+    assert result.returncode == 130, result.stderr[-3000:]
+    frames = sum(episode.length for episode in read_demonstrations(judge_data)[2])
+    assert result.stderr.splitlines() == [
+        f"job mlp seed 1 on {frames} frames of {judge_data} failed twice: ValueError: injected failure of 1, "
+        f"attempt 2: the finished jobs are kept in {work}; run the same command to go on"]
+    assert attempts(log, 1) == 2 and attempts(log, 0) == 1
+    stored = {path.name: path.read_bytes() for path in work.iterdir()}
+    assert len(stored) == 1 and "_mlp_s0_" in next(iter(stored))  # the finished job, stored; no checkpoints left
+    assert not report.exists()
+    again = run_failing("dataset_report", log, 1, "none", *judge)  # the same command, nothing failing now
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert attempts(log, 0) == 1 and attempts(log, 1) == 3  # the finished job was reused, not run again
+    assert {name: (work / name).read_bytes() for name in stored} == stored
+    runs = json.loads(report.read_text())["imitation"]["runs"]
+    assert [run["seed"] for run in runs] == [0, 1]
+    assert json.loads(next(iter(stored.values())))["result"] == runs[0]
