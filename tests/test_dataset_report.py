@@ -349,7 +349,7 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
     import time
 
     from conftest import REPO
-    from sac.checkpoint import load_file
+    from common.files import load_file
 
     from imitation.training import CHECKPOINT_EVERY
 
