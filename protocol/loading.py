@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from typing import Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -11,9 +11,9 @@ import numpy as np
 from common.cli import BadInput
 from common.files import CheckpointError
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions, make_env
+from protocol.checkpoints import load_latest
 from protocol.policy_file import LoadedPolicy, load_policy, policy_from_data
 from protocol.pusht_eval import Policy, eval_env_options
-from training.checkpoints import load_latest
 
 
 def env_spec(policy: LoadedPolicy | None) -> tuple[str, PushTOptions]:
@@ -29,7 +29,15 @@ def random_policy(seed: int, act_dim: int) -> Policy:
     return lambda _obs: rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
 
 
-def load_checked_policy(args: argparse.Namespace) -> tuple[LoadedPolicy | None, gym.Env]:
+class PolicyChoice(Protocol):
+    """Which policy a command asks for, as its flags name it (an argparse Namespace or a request dataclass)."""
+
+    policy: str  # "checkpoint" or "random"
+    checkpoint: str | None
+    checkpoint_dir: str
+
+
+def load_checked_policy(args: PolicyChoice) -> tuple[LoadedPolicy | None, gym.Env]:
     """The policy (None for the random baseline) and its env, refusing an actor built for another env."""
     if args.policy == "random":
         return None, make_env(*env_spec(None))

@@ -14,7 +14,7 @@ from conftest import run_script
 
 import train
 from common.files import load_file
-from training.checkpoints import list_checkpoints, load_latest
+from protocol.checkpoints import list_checkpoints, load_latest
 from training.config import load_config
 from training.trainer import Trainer
 

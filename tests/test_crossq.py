@@ -8,9 +8,9 @@ from conftest import run_script
 from test_agent import filled_buffer
 
 from common.files import atomic_save, load_file
+from protocol.checkpoints import list_checkpoints
 from sac import SACAgent, SACHyperParams
 from sac.batch_renorm import EnsembleBatchRenorm
-from training.checkpoints import list_checkpoints
 from training.config import ConfigError, load_config
 
 CROSSQ = SACHyperParams(hidden_dim=32, crossq=True, layer_norm=False, policy_delay=3, adam_beta1=0.5, lr=1e-3)

@@ -349,8 +349,8 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
     import time
 
     from conftest import REPO
-    from common.files import load_file
 
+    from common.files import load_file
     from imitation.training import CHECKPOINT_EVERY
 
     steps = CHECKPOINT_EVERY + 200  # one checkpoint mid-training, then ≈ 2 s of steps to interrupt

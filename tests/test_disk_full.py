@@ -26,7 +26,7 @@ from pathlib import Path
 from conftest import run_script
 
 from common.files import load_file
-from training.checkpoints import list_checkpoints, load_latest
+from protocol.checkpoints import list_checkpoints, load_latest
 
 
 def file_size_limit(max_bytes: int) -> Callable[[], None]:

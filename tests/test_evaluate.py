@@ -17,10 +17,11 @@ from PIL import Image, ImageSequence
 import evaluate
 from common.files import atomic_save
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
+from protocol.checkpoints import checkpoint_name
+from protocol.loading import random_policy
 from protocol.policy_file import TRAIN_FORMAT, load_policy, policy_payload, save_policy
 from protocol.pusht_eval import PROTOCOL_NAME, EpisodeRecord, summarize, wilson_interval
 from sac.actor import GaussianActor
-from training.checkpoints import checkpoint_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,7 +65,7 @@ def test_wilson_interval_at_the_edges_and_a_known_value() -> None:
 
 def test_random_policy_depends_only_on_the_episode_seed() -> None:
     obs = np.zeros(6, np.float32)
-    first, again, other = (evaluate.random_policy(s, 2) for s in (100000, 100000, 100001))
+    first, again, other = (random_policy(s, 2) for s in (100000, 100000, 100001))
     actions = np.stack([first(obs) for _ in range(5)])
     assert np.array_equal(actions, np.stack([again(obs) for _ in range(5)]))
     assert not np.array_equal(actions, np.stack([other(obs) for _ in range(5)]))

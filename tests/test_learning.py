@@ -5,9 +5,9 @@ import pytest
 from conftest import run_script
 
 from env.pusht_wrapper import make_env
+from protocol.checkpoints import list_checkpoints
 from protocol.policy_file import load_policy
 from protocol.pusht_eval import run_episode
-from training.checkpoints import list_checkpoints
 
 
 @pytest.mark.slow

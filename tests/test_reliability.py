@@ -13,7 +13,7 @@ import torch
 from conftest import REPO, run_script
 
 from common.files import atomic_save, load_file
-from training.checkpoints import list_checkpoints, load_latest
+from protocol.checkpoints import list_checkpoints, load_latest
 
 
 def args_for(tmp: Path, steps: int, **extra: object) -> list[str]:

@@ -20,7 +20,7 @@ from conftest import REPO, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import load_file
-from training.checkpoints import list_checkpoints
+from protocol.checkpoints import list_checkpoints
 
 
 def settings(tmp: Path, **values: object) -> list[str]:

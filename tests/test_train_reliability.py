@@ -17,7 +17,7 @@ from conftest import REPO, run_script
 
 from common.files import atomic_save, load_file
 from common.locks import FileLock, LockHeld, read_pid
-from training.checkpoints import list_checkpoints, load_latest, prune_checkpoints
+from protocol.checkpoints import list_checkpoints, load_latest, prune_checkpoints
 
 TINY = {"max_env_steps": 300, "start_steps": 100, "update_after": 100, "eval_every": 0, "batch_size": 32,
         "hidden_dim": 32, "buffer_size": 2000, "log_every": 50, "threads": 1}

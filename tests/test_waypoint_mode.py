@@ -15,9 +15,9 @@ from datasets_io.episode import EpisodeRecorder
 from datasets_io.readers import read_demonstrations
 from env.decisions import DecisionWrapper
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PushTOptions, make_env
+from protocol.checkpoints import list_checkpoints
 from protocol.loading import env_spec
 from protocol.policy_file import load_policy
-from training.checkpoints import list_checkpoints
 from training.config import ConfigError, load_config
 
 WAYPOINT = PushTOptions(features="rich", action_mode="waypoint", decision_steps=4, target_speed=15.0, max_lead=40.0,

@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from common.files import ensure_writable_dir, remove_created_dirs
 from common.locks import FileLock, LockHeld
-from training.checkpoints import list_checkpoints, remove_stale_temp_files
+from protocol.checkpoints import list_checkpoints, remove_stale_temp_files
 from training.config import ConfigError, TrainConfig
 
 LOCK_NAME = ".train_lock"  # held in checkpoint_dir and log_dir for the whole run (common/locks.py)

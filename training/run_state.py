@@ -10,10 +10,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from common.files import CheckpointError, NotACheckpointError
+from protocol.checkpoints import load_latest
 from protocol.policy_file import TRAIN_FORMAT, policy_payload
 from sac import ReplayBuffer, SACAgent
 from sac.utils import rng_state, set_rng_state
-from training.checkpoints import load_latest
 from training.config import ConfigError, TrainConfig
 
 # Keys that fix the shape of what a checkpoint holds; resuming with other values is refused.

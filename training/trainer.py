@@ -18,10 +18,10 @@ from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED
 from common.files import WriteError, atomic_save, guarded_write
 from env.decisions import steps_per_decision
 from env.pusht_wrapper import make_env
+from protocol.checkpoints import checkpoint_name, prune_checkpoints
 from protocol.pusht_eval import EVAL_START_SEED, EpisodeTracker, eval_env_options, run_episode, summarize
 from sac import ReplayBuffer, SACAgent
 from sac.utils import seed_everything
-from training.checkpoints import checkpoint_name, prune_checkpoints
 from training.checks import check_device, check_env, check_memory, first_line
 from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger

@@ -1,4 +1,5 @@
-"""A run's checkpoint files: their names, the newest readable one, pruning."""
+"""Checkpoint files: their names, the newest readable one in a folder, pruning. Training writes them; evaluation
+and collection read them."""
 
 from __future__ import annotations
 

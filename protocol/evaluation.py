@@ -1,0 +1,219 @@
+"""pusht-eval-v1 run for a policy: every start's record, videos and a GIF, the metrics JSON (evaluate.py's work).
+
+The starts run through the one execution seam (common/parallel.py): in this process or in --workers spawned
+processes, with the same records, ordered by seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import imageio
+import imageio.v3 as iio
+import imageio_ffmpeg
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from common import parallel
+from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys
+from common.files import WriteError, atomic_write_bytes, guarded_write
+from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
+from protocol.loading import env_spec, load_checked_policy, random_policy
+from protocol.policy_file import LoadedPolicy
+from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, run_episode, summarize
+
+GIF_SIZE = 256
+RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metrics JSON of this module holds
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    """What evaluate.py asks for, as its flags name it; callable from Python without argparse."""
+
+    checkpoint_dir: str  # where the newest checkpoint is looked for when `checkpoint` is None (train.py's folder)
+    checkpoint: str | None = None
+    policy: str = "checkpoint"  # or "random": the uniform random baseline
+    episodes: int = 50
+    start_seed: int = EVAL_START_SEED
+    videos: int = 10
+    video_dir: str = "videos"
+    gif: str | None = None
+    output: str = "eval.json"
+    overwrite: bool = False
+    workers: int = 1
+
+
+@dataclass(frozen=True)
+class EvaluationJob:
+    """What a worker needs to evaluate seeds; picklable, and it carries the loaded policy, not its path."""
+
+    policy: LoadedPolicy | None  # None: the uniform random baseline
+    video_seeds: frozenset[int]
+    video_dir: str
+    gif: str | None
+    gif_seed: int
+
+
+def video_name(seed: int, success: bool) -> str:
+    return f"seed{seed}_{'success' if success else 'fail'}.mp4"
+
+
+class Evaluator:
+    """One worker's env and policy; evaluates one seed at a time and writes its video / GIF if asked."""
+
+    def __init__(self, job: EvaluationJob) -> None:
+        torch.set_num_threads(1)  # one thread in every worker: the same arithmetic, so the same records
+        self.job = job
+        self.policy = job.policy
+        self.env = make_env(*env_spec(job.policy))
+        self.act_dim = int(np.prod(self.env.action_space.shape))
+
+    def __call__(self, seed: int) -> EpisodeRecord:
+        policy = self.policy or random_policy(seed, self.act_dim)
+        record_video, record_gif = seed in self.job.video_seeds, self.job.gif is not None and seed == self.job.gif_seed
+        if not (record_video or record_gif):
+            return run_episode(self.env, policy, seed)
+        # gym-pusht keeps the previous episode's action marker across reset; clear it for the reset frame.
+        self.env.unwrapped._last_action = None
+        partial = Path(self.job.video_dir) / f".seed{seed}.partial.mp4"
+        # macro_block_size=8: 680 is a multiple of 8, so ffmpeg keeps the frame size instead of padding to 688.
+        # ffmpeg_log_level quiet: a failure is reported once, by the frame count below, not by ffmpeg's own lines.
+        writer = (imageio.get_writer(partial, format="FFMPEG", fps=CONTROL_HZ, macro_block_size=8,
+                                     ffmpeg_log_level="quiet") if record_video else None)
+        written = 0
+        gif_frames: list[np.ndarray] = []
+        advice = "free space or pass --video-dir / --gif on another disk, then run again"
+
+        def capture(env: gym.Env) -> None:
+            frame = env.render()  # gym-pusht: _render(visualize=True), 680x680 with the action target marker
+            nonlocal written
+            if writer is not None:
+                writer.append_data(frame)
+                written += 1
+            if record_gif:
+                small = Image.fromarray(frame).resize((GIF_SIZE, GIF_SIZE), Image.Resampling.BILINEAR)
+                gif_frames.append(np.asarray(small))
+
+        try:
+            with guarded_write(partial, advice):
+                try:
+                    record = run_episode(self.env, policy, seed, on_step=capture)
+                finally:
+                    if writer is not None:
+                        writer.close()
+                if writer is not None:
+                    check_video(partial, written)
+        except WriteError:
+            partial.unlink(missing_ok=True)
+            raise
+        if writer is not None:
+            # A rerun may flip the outcome; drop the other name so each seed has exactly one video.
+            partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
+            os.replace(partial, partial.with_name(video_name(seed, record.success)))
+        if record_gif:
+            with guarded_write(self.job.gif, advice):
+                iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
+        return record
+
+
+def check_video(path: Path, frames: int) -> None:
+    """OSError unless the mp4 at `path` holds `frames` frames: imageio does not check that ffmpeg finished (a full
+    disk kills it and leaves a truncated file behind a normal close)."""
+    try:
+        found, _ = imageio_ffmpeg.count_frames_and_secs(str(path))
+    except (OSError, RuntimeError):
+        found = 0
+    if found != frames:
+        raise OSError(f"ffmpeg stopped after {found} of {frames} frames")
+
+
+def run_seeds(job: EvaluationJob, seeds: list[int], workers: int) -> list[EpisodeRecord]:
+    """Every seed's record, ordered by seed whatever the worker count; a progress bar shows the success rate."""
+    records: list[EpisodeRecord] = []
+    with tqdm(total=len(seeds), unit="ep", dynamic_ncols=True) as progress:
+        try:
+            for _, record in parallel.imap(Evaluator, job, seeds, parallel.backend(workers, None),
+                                           lambda seed: f"episode seed {seed}", ordered=False):
+                records.append(record)
+                progress.update(1)
+                progress.set_postfix(success=f"{sum(r.success for r in records) / len(records):.0%}")
+        except parallel.Stopped as err:  # a worker's failed write is the user's full disk, not a failed task
+            if isinstance(err.__cause__, WriteError):
+                raise err.__cause__ from None
+            raise
+    return sorted(records, key=lambda r: r.seed)
+
+
+def validate(request: EvaluationRequest) -> None:
+    if request.episodes < 1:
+        raise BadInput(f"--episodes must be >= 1, got {request.episodes}")
+    if request.workers < 1:
+        raise BadInput(f"--workers must be >= 1, got {request.workers}")
+    if request.videos < 0:
+        raise BadInput(f"--videos must be >= 0, got {request.videos}")
+    if request.policy == "random" and request.checkpoint:
+        raise BadInput("--checkpoint and --policy random exclude each other; drop one")
+
+
+def check_output_dirs(request: EvaluationRequest) -> None:
+    """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind."""
+    check_writable_dir(Path(request.output).parent, "--output")
+    if request.videos:
+        check_writable_dir(Path(request.video_dir), "--video-dir")
+    if request.gif:
+        check_writable_dir(Path(request.gif).parent, "--gif")
+
+
+def print_table(result: dict) -> None:
+    s = result["summary"]
+    low, high = s["success_rate_ci95"]
+    source = result["checkpoint"] or "uniform random actions"
+    step = "" if result["step"] is None else f" (step {result['step']})"
+    length = "n/a" if s["mean_length_success"] is None else f"{s['mean_length_success']:.1f}"
+    last_seed = result["start_seed"] + s["episodes"] - 1
+    protocol = result["protocol"] or f"{result['env_id']}, deterministic"
+    print(f"{protocol}: {source}{step}, seeds {result['start_seed']}-{last_seed}")
+    print(f"  success_rate         {s['success_rate']:.3f}  ({s['successes']}/{s['episodes']}, "
+          f"95% CI {low:.3f}-{high:.3f})")
+    print(f"  mean_max_reward      {s['mean_max_reward']:.3f}")
+    print(f"  mean_max_coverage    {s['mean_max_coverage']:.3f}")
+    print(f"  mean_length_success  {length}")
+    print(f"  mean_return          {s['mean_return']:.2f}")
+
+
+def evaluate(request: EvaluationRequest) -> dict:
+    """Run the protocol as asked, print the table and write the metrics JSON (and videos, a GIF); the result.
+    BadInput before anything runs for a bad request, WriteError for a failed write."""
+    validate(request)
+    check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
+                      "a metrics JSON written by evaluate.py")
+    policy, _ = load_checked_policy(request)
+    check_output_dirs(request)
+    env_id, env_options = env_spec(policy)
+    if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:
+        raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
+    seeds = [request.start_seed + i for i in range(request.episodes)]
+    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0])
+    records = run_seeds(job, seeds, request.workers)
+    result = {
+        "protocol": PROTOCOL_NAME if env_id == PUSHT_ENV_ID else None,  # the protocol's starts are PushT's
+        "checkpoint": policy.source if policy else None,
+        "step": policy.step if policy else None,
+        "policy": request.policy,
+        "env_id": env_id,
+        "env_options": asdict(env_options),
+        "start_seed": request.start_seed,
+        "episodes": [r.to_json() for r in records],
+        "summary": summarize(records),
+    }
+    print_table(result)  # before writing: a full disk still shows the results
+    with guarded_write(request.output, "free space or pass --output on another disk, then run again"):
+        atomic_write_bytes(request.output, (json.dumps(result, indent=2) + "\n").encode())
+    print(f"wrote {request.output}" + (f"; videos in {request.video_dir}/" if request.videos else ""))
+    return result
