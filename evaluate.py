@@ -17,13 +17,12 @@ from dataclasses import fields
 
 from common.cli import run_command
 from protocol.evaluation import EvaluationRequest, evaluate
-from training.config import TrainConfig
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", help="training checkpoint or policy file (default: newest in --checkpoint-dir)")
-    parser.add_argument("--checkpoint-dir", default=TrainConfig.checkpoint_dir,
+    parser.add_argument("--checkpoint-dir", default=EvaluationRequest.checkpoint_dir,
                         help="where to look for the newest checkpoint (default: %(default)s)")
     parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
                         help="'random': uniform random actions, a baseline that needs no checkpoint")

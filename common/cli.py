@@ -12,6 +12,7 @@ from pathlib import Path
 from common.files import WriteError, ensure_writable_dir
 
 # The exit codes every script shares (each one's --help lists them).
+EXIT_SHORT = 1  # the work ran and fell short: fewer episodes than asked, or --verify found a problem
 EXIT_BAD_INPUT = 2
 
 

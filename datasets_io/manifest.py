@@ -14,11 +14,15 @@ import os
 from pathlib import Path
 
 from common.files import atomic_write_bytes
-from datasets_io import staging
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"
-IGNORED = {MANIFEST_NAME, staging.LOCK_NAME, staging.COMPLETE_NAME, staging.REPLACED_NAME}
+MARKER_PREFIX = ".collect_"  # collection/staging.py's markers (a lock, a swap's state): never part of a dataset
+
+
+def ignored(name: str) -> bool:
+    """Whether a top-level entry is the manifest itself or a staging marker."""
+    return name == MANIFEST_NAME or name.startswith(MARKER_PREFIX)
 
 
 def _sha256(path: Path) -> str:
@@ -33,7 +37,7 @@ def _files(root: Path) -> list[str]:
         subdirectories.sort()
         relative = Path(directory).relative_to(root)
         found += [(relative / name).as_posix() for name in names
-                  if not (relative == Path(".") and name in IGNORED)]
+                  if not (relative == Path(".") and ignored(name))]
     return sorted(found)
 
 
@@ -64,7 +68,7 @@ def unlisted(root: Path) -> list[str]:
     no manifest."""
     listed = read(root)
     if listed is None:
-        return sorted(entry.name for entry in root.iterdir() if entry.name not in IGNORED)
+        return sorted(entry.name for entry in root.iterdir() if not ignored(entry.name))
     owned_dirs = {parent.as_posix() for name in listed for parent in Path(name).parents}
     foreign = []
     for directory, subdirectories, names in os.walk(root):
@@ -74,7 +78,7 @@ def unlisted(root: Path) -> list[str]:
                 foreign.append((relative / name).as_posix() + "/")
         subdirectories[:] = sorted(name for name in subdirectories if (relative / name).as_posix() in owned_dirs)
         foreign += [(relative / name).as_posix() for name in sorted(names)
-                    if (relative / name).as_posix() not in listed and not (relative == Path(".") and name in IGNORED)]
+                    if (relative / name).as_posix() not in listed and not (relative == Path(".") and ignored(name))]
     return sorted(foreign, key=lambda entry: (entry.count("/") - entry.endswith("/"), entry))
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from datasets_io import formats, lerobot_writer, zarr_writer
+from datasets_io import formats
+from datasets_io.formats import lerobot_common, zarr_replay
 
 # gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
 BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
@@ -72,8 +73,8 @@ def _read_named(root: Path, fmt: str, images: bool) -> list[Demonstration]:
                           keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
                           success=bool(row["success"]) if "success" in row else None,
                           seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
-                          imitate=(frames[lerobot_writer.IMITATE_KEY].astype(bool).reshape(-1)
-                                   if lerobot_writer.IMITATE_KEY in frames else None))
+                          imitate=(frames[lerobot_common.IMITATE_KEY].astype(bool).reshape(-1)
+                                   if lerobot_common.IMITATE_KEY in frames else None))
             for row, frames in formats.FORMATS[fmt].iter_episodes(root, images)]
 
 
@@ -81,17 +82,17 @@ def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
     """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference)."""
     group = zarr.open_group(str(root), mode="r")
     data, meta = group["data"], group["meta"]
-    state = zarr_writer.read_array(data["state"]).astype(np.float64)
-    action = zarr_writer.read_array(data["action"]).astype(np.float64)
-    ends = zarr_writer.read_array(meta["episode_ends"])
-    seeds = zarr_writer.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
-    imitate = zarr_writer.read_array(data["imitate"]).astype(bool) if "imitate" in data else None
-    successes = zarr_writer.read_array(meta["episode_success"]) if "episode_success" in meta else None
+    state = zarr_replay.read_array(data["state"]).astype(np.float64)
+    action = zarr_replay.read_array(data["action"]).astype(np.float64)
+    ends = zarr_replay.read_array(meta["episode_ends"])
+    seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
+    imitate = zarr_replay.read_array(data["imitate"]).astype(bool) if "imitate" in data else None
+    successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
     episodes, start = [], 0
     for e, end in enumerate(ends):
         window = slice(start, int(end))
         # DP stores float32 0-255; one episode at a time keeps the peak memory at the uint8 copy
-        image = np.round(zarr_writer.read_array(data["img"], window)).astype(np.uint8) if images else None
+        image = np.round(zarr_replay.read_array(data["img"], window)).astype(np.uint8) if images else None
         episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
                                       keypoints=keypoints_from_pose(state[window, 2:5]),
                                       success=None if successes is None else bool(successes[e]),
@@ -107,7 +108,7 @@ def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Pa
     path = Path(path)
     found = formats.find(path) if path.is_dir() else {}
     if not found and path.is_dir() and (path / ".zgroup").is_file():
-        missing = [part for part in zarr_writer.REQUIRED if not (path / part).exists()]
+        missing = [part for part in zarr_replay.REQUIRED if not (path / part).exists()]
         raise DatasetFormatError(f"{str(path)!r} is a zarr group without {' and '.join(missing)}, which every replay "
                                  f"zarr holds; re-collect it (or restore it from a copy)")
     if not found:

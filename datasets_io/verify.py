@@ -19,10 +19,14 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from datasets_io import lerobot_writer
+from common.cli import EXIT_SHORT, BadInput
+from datasets_io import formats, manifest
+from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
-from datasets_io.formats import FORMATS
+from datasets_io.formats import FORMATS, lerobot_common, read_collection
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from protocol.loading import PolicySource, load_checked_policy
 
 TOLERANCE = 1e-3
 
@@ -46,14 +50,14 @@ def _zarr_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def _executed(recorded: dict[str, np.ndarray]) -> np.ndarray:
     """The targets actually sent: the executed column of a perturbed collection, else the action."""
-    for key in (lerobot_writer.EXECUTED_KEY, "executed_action"):
+    for key in (lerobot_common.EXECUTED_KEY, "executed_action"):
         if key in recorded:
             return recorded[key]
     return recorded["action"]
 
 
 def _imitate(recorded: dict[str, np.ndarray]) -> np.ndarray:
-    return np.asarray(recorded.get(lerobot_writer.IMITATE_KEY, recorded.get("imitate")), dtype=bool).reshape(-1)
+    return np.asarray(recorded.get(lerobot_common.IMITATE_KEY, recorded.get("imitate")), dtype=bool).reshape(-1)
 
 
 @dataclass
@@ -158,3 +162,74 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
         report.episodes += 1
         report.frames += facts["length"]
     return report
+
+
+def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource | None:
+    """For a perturbed collection, what recomputes its labels: the demonstrator that collected it (or `checkpoint`)
+    replaying each episode. None, with a line saying why, when there is nothing to check or nothing to check with."""
+    if not Perturbation(**(collection.get("perturbation") or {})).active:
+        return None
+    if checkpoint is None:
+        used = sorted({str(run["policy"]) for run in collection["runs"]})
+        if len(used) != 1 or not Path(used[0]).is_file():
+            print(f"labels: not recomputed: the demonstrator ({' / '.join(used)}) is not a file here; pass "
+                  f"--checkpoint to recompute them")
+            return None
+        checkpoint = used[0]
+    policy, env = load_checked_policy(PolicySource(checkpoint))
+    assert policy is not None
+    print(f"labels: recomputed with {checkpoint}")
+    return lambda seed, executed: replayed_labels(env, policy, seed, executed)
+
+
+VERIFY_CHECKS = {"metadata": "METADATA", "checksums": "CHECKSUM", "replay": "MISMATCH"}  # check: its lines' tag
+
+
+def verify_dataset(name: str, root: Path, collection: dict, env: gym.Env,
+                   labels_of: LabelSource | None) -> dict[str, list[str]]:
+    """Each check's problems for one format's dataset; a file too damaged to read is its check's problem."""
+    def replay() -> list[str]:
+        report = verify(root, name, env, collection["max_steps"], labels_of)
+        print(f"{name} {root}: {report.summary()}")
+        return report.mismatches
+
+    checks = {"metadata": lambda: check_metadata(root, name, collection), "checksums": lambda: manifest.check(root),
+              "replay": replay}
+    found = {}
+    for check, run in checks.items():
+        try:
+            found[check] = run()
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            found[check] = [f"DAMAGED: {err}"]
+            if check == "replay":
+                print(f"{name} {root}: cannot be replayed")
+    return found
+
+
+def run_verify(path: Path, checkpoint: str | None) -> int:
+    """The three checks of every format found: metadata against the data, the bytes against the checksums written
+    at collection, and the replay of every episode (states, images, labels)."""
+    roots = formats.find(path) if path.is_dir() else {}
+    if not roots:
+        raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
+    collection = read_collection(roots)
+    labels_of = demonstrator_labels(collection, checkpoint)
+    size = collection["image_size"]
+    env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
+    failed: dict[str, list[str]] = {}
+    for name, root in roots.items():
+        found = verify_dataset(name, root, collection, env, labels_of)
+        print("  " + "; ".join(f"{check} {'FAILED' if problems else 'OK'}" for check, problems in found.items()))
+        for check, problems in found.items():
+            print("".join(f"  {VERIFY_CHECKS[check]} {problem}\n" for problem in problems), end="")
+            if problems:
+                failed.setdefault(check, []).append(name)
+    if not failed:
+        print("verify: OK")
+        return 0
+    edited = ("; if you edited it on purpose with another tool, its checksums no longer vouch for it"
+              if "checksums" in failed else "")
+    summary = ", ".join(f"{check}: {' '.join(names)}" for check, names in failed.items())
+    print(f"verify: FAILED ({summary}); "
+          f"re-collect it (collect_dataset.py --overwrite) or restore it from a copy{edited}")
+    return EXIT_SHORT

@@ -12,6 +12,7 @@ import torch
 
 from common.files import CheckpointError, NotACheckpointError, load_file
 
+DEFAULT_CHECKPOINT_DIR = "checkpoints"  # train.py's checkpoint_dir, where the commands look by default
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d{10})\.pt$")
 
 

@@ -24,6 +24,7 @@ from common import parallel
 from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys
 from common.files import WriteError, atomic_write_bytes, guarded_write
 from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
+from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import env_spec, load_checked_policy, random_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, run_episode, summarize
@@ -36,8 +37,8 @@ RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metric
 class EvaluationRequest:
     """What evaluate.py asks for, as its flags name it; callable from Python without argparse."""
 
-    checkpoint_dir: str  # where the newest checkpoint is looked for when `checkpoint` is None (train.py's folder)
     checkpoint: str | None = None
+    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR  # where the newest one is looked for when `checkpoint` is None
     policy: str = "checkpoint"  # or "random": the uniform random baseline
     episodes: int = 50
     start_seed: int = EVAL_START_SEED

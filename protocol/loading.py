@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -11,7 +12,7 @@ import numpy as np
 from common.cli import BadInput
 from common.files import CheckpointError
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions, make_env
-from protocol.checkpoints import load_latest
+from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR, load_latest
 from protocol.policy_file import LoadedPolicy, load_policy, policy_from_data
 from protocol.pusht_eval import Policy, eval_env_options
 
@@ -27,6 +28,15 @@ def random_policy(seed: int, act_dim: int) -> Policy:
     """Uniform actions in [-1, 1] from a generator seeded by the episode seed: reproducible for any worker count."""
     rng = np.random.default_rng(seed)
     return lambda _obs: rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class PolicySource:
+    """A policy named by its file (or the random baseline), for code that picks one without a command line."""
+
+    checkpoint: str | None = None
+    policy: str = "checkpoint"
+    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
 
 
 class PolicyChoice(Protocol):

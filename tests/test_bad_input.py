@@ -22,7 +22,9 @@ import zarr
 import collect_dataset
 import dataset_report
 import evaluate
-from datasets_io import manifest, rlds, staging, tfrecord
+from datasets_io import manifest
+from datasets_io.collection import staging
+from datasets_io.formats import rlds, tfrecord
 from datasets_io.readers import Demonstration
 from env.pusht_wrapper import PushTOptions
 from protocol.policy_file import policy_payload, save_policy

@@ -20,9 +20,11 @@ import torch
 import zarr
 
 import collect_dataset
-from datasets_io import lerobot_stats, staging
+from datasets_io.collection import staging
+from datasets_io.collection.collector import Job, worker_collector
 from datasets_io.dp_keypoints import dp_keypoints, local_keypoints
 from datasets_io.episode import TASK
+from datasets_io.formats import lerobot_stats
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
@@ -287,8 +289,8 @@ def test_workers_hand_over_the_frame_encodings_their_writers_need(names, use_vid
 
     from common import parallel
 
-    job = collect_dataset.Job(None, 0.0, 96, 4, formats=names, use_video=use_video)
-    ((_, episode),) = parallel.imap(collect_dataset.worker_collector, job, [3], parallel.Backend(2), str)
+    job = Job(None, 0.0, 96, 4, formats=names, use_video=use_video)
+    ((_, episode),) = parallel.imap(worker_collector, job, [3], parallel.Backend(2), str)
     assert {"image_stats", "png_frames"} & vars(episode).keys() == prepared  # computed in the spawned process
     fresh = dataclasses.replace(episode)  # the same episode, nothing cached: the writer's own computation
     if "png_frames" in prepared:

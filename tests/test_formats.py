@@ -15,7 +15,8 @@ import zarr
 
 import collect_dataset
 import dataset_report
-from datasets_io import formats, lerobot_writer, tfrecord
+from datasets_io import formats
+from datasets_io.formats import lerobot_common, tfrecord
 from datasets_io.readers import read_demonstrations
 from datasets_io.verify import VIDEO_TOLERANCE
 
@@ -221,8 +222,8 @@ def test_verify_catches_video_frames_one_step_off(tmp_path: Path, capsys) -> Non
     assert run(["--checkpoint", str(REPO / "assets/policy.pt"), "--keep-failures", "--max-steps", "30", "--episodes",
                 "1", "--output", str(root)], capsys)[0] == 0
     video = root / "videos/observation.image/chunk-000/file-000.mp4"
-    frames = lerobot_writer.decode_video(video)
-    shifted = lerobot_writer.VideoFile(video.with_name("shifted.mp4"), frames.shape[1])
+    frames = lerobot_common.decode_video(video)
+    shifted = lerobot_common.VideoFile(video.with_name("shifted.mp4"), frames.shape[1])
     shifted.write(np.concatenate([frames[1:], frames[-1:]]))  # each frame a step early, the last one twice
     shifted.close()
     video.with_name("shifted.mp4").replace(video)
@@ -285,7 +286,7 @@ def test_resume_and_report_refuse_damaged_data_in_one_line(copy: Path, capsys, d
 
 
 def test_rlds_shards_roll_and_stay_in_seed_order(tmp_path: Path, capsys, monkeypatch) -> None:
-    from datasets_io import rlds
+    from datasets_io.formats import rlds
 
     monkeypatch.setattr(rlds, "SHARD_MB", 0)  # every episode opens a new shard
     root = tmp_path / "ds"

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from conftest import REPO, collect_tiny, run_script
 
-from collect_dataset import Job, worker_collector
 from common import parallel
+from datasets_io.collection.collector import Job, worker_collector
 from datasets_io.readers import read_demonstrations
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -177,7 +177,7 @@ def test_more_workers_than_the_cluster_has_cpus_is_one_line_and_exit_2(script: s
     assert ray.available_resources().get("CPU") == 2
 
 
-# A driver whose workers fail on purpose: the worker-side function of collect_dataset.py (worker_collector) or
+# A driver whose workers fail on purpose: the worker-side function of collect_dataset.py (collector.worker_collector) or
 # dataset_report.py (imitation.judge.job_runner) is wrapped, in the driver, by one that logs every attempt and fails
 # on one episode seed / job training seed. Defined in the driver's __main__, so Ray ships it to the workers by value.
 FAILING_DRIVER = r"""
@@ -222,7 +222,8 @@ def run_failing(script: str, log: Path, target: int, mode: str, *argv: str,
                 wait: int = -1) -> subprocess.CompletedProcess:
     """`script`'s main(argv) in a driver whose task for `target` fails by `mode` (raise, kill, kill-first, none);
     a raising judge job first waits for job `wait` to finish."""
-    seam = ("collect_dataset", "worker_collector") if script == "collect_dataset" else ("imitation.judge", "job_runner")
+    seam = (("datasets_io.collection.collector", "worker_collector") if script == "collect_dataset"
+            else ("imitation.judge", "job_runner"))
     return subprocess.run([sys.executable, "-c", FAILING_DRIVER, *seam, str(log), str(target), mode, str(wait), script,
                            *argv], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
+from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from sac import SACHyperParams
 
 
@@ -49,7 +50,7 @@ class TrainConfig:
     checkpoint_every: int = 50  # episodes
     checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
     keep_checkpoints: int = 3
-    checkpoint_dir: str = "checkpoints"
+    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
     log_dir: str = "logs"
     log_every: int = 100  # gradient updates between loss/Q/α scalars
     eval_every: int = 25_000  # env steps; 0 disables

@@ -26,9 +26,9 @@ import imageio.v3 as iio
 import numpy as np
 
 from common.files import atomic_write_bytes
-from datasets_io import lerobot_writer, tfrecord
 from datasets_io.episode import TASK, EpisodeData
-from datasets_io.lerobot_writer import json_problems, read_json, settings
+from datasets_io.formats import lerobot_common, tfrecord
+from datasets_io.formats.lerobot_common import json_problems, read_json, settings
 
 NAME = "pusht_sac"
 VERSION = "1.0.0"
@@ -208,8 +208,8 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                   "next.reward": example["steps/reward"],
                   "next.success": example["steps/is_terminal"].astype(bool)}
         if f"steps/{EXECUTED_KEY}" in example:
-            arrays[lerobot_writer.EXECUTED_KEY] = example[f"steps/{EXECUTED_KEY}"].reshape(length, 2)
-            arrays[lerobot_writer.IMITATE_KEY] = example[f"steps/{IMITATE_KEY}"].astype(bool)
+            arrays[lerobot_common.EXECUTED_KEY] = example[f"steps/{EXECUTED_KEY}"].reshape(length, 2)
+            arrays[lerobot_common.IMITATE_KEY] = example[f"steps/{IMITATE_KEY}"].astype(bool)
         if images:
             arrays["image"] = np.stack([iio.imread(png) for png in example["steps/observation/image"]])
         facts = {"episode_index": int(example["episode_metadata/episode_index"][0]),

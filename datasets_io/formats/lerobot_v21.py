@@ -34,15 +34,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.files import atomic_write_bytes
-from datasets_io import lerobot_stats
-from datasets_io import lerobot_writer as v3
 from datasets_io.episode import FPS, TASK, EpisodeData
+from datasets_io.formats import lerobot_common as shared
+from datasets_io.formats import lerobot_stats
+from datasets_io.formats.lerobot_common import INFO_PATH
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000
 DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
 VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
-INFO_PATH = "meta/info.json"
 EPISODES_PATH = "meta/episodes.jsonl"
 TASKS_PATH = "meta/tasks.jsonl"
 EPISODES_STATS_PATH = "meta/episodes_stats.jsonl"
@@ -54,12 +54,12 @@ ANNOTATION_KEY = "annotation.human.action.task_description"
 VIDEO_CODECS = (("libx264", {"g": "2", "crf": "18", "preset": "veryfast"}),)
 V21_STATS = ("min", "max", "mean", "std", "count")  # what lerobot 0.3.3 aggregates
 TASK_LINES = ({"task_index": 0, "task": TASK},)  # meta/tasks.jsonl
-INDEX_KEYS = (*v3.INDEX_KEYS, ANNOTATION_KEY)  # the data columns that follow from an episode's place
+INDEX_KEYS = (*shared.INDEX_KEYS, ANNOTATION_KEY)  # the data columns that follow from an episode's place
 
 
 def features(image_size: int, use_video: bool, perturbed: bool) -> dict:
     """v3.0's features (same names, shapes, dtypes) plus GR00T's task-description column."""
-    out = v3.features(image_size, use_video, perturbed)
+    out = shared.features(image_size, use_video, perturbed)
     out[ANNOTATION_KEY] = {"dtype": "int64", "shape": [1], "names": None}
     return out
 
@@ -77,7 +77,7 @@ def totals(lengths: list[int], use_video: bool) -> dict:
     video per episode."""
     return {"total_episodes": len(lengths), "total_frames": sum(lengths), "total_tasks": 1,
             "total_chunks": _chunk(len(lengths) - 1) + 1, "total_videos": len(lengths) if use_video else 0,
-            "splits": v3.train_split(len(lengths))}
+            "splits": shared.train_split(len(lengths))}
 
 
 def modality() -> dict:
@@ -89,7 +89,7 @@ def modality() -> dict:
     return {"state": {"agent_pos": {"start": 0, "end": 2},
                       "block_keypoints": {"start": 0, "end": 16, "original_key": "observation.environment_state"}},
             "action": {"target_xy": {"start": 0, "end": 2}},
-            "video": {"image": {"original_key": v3.IMAGE_KEY}},
+            "video": {"image": {"original_key": shared.IMAGE_KEY}},
             "annotation": {"human.action.task_description": {}}}
 
 
@@ -102,7 +102,7 @@ def data_path(episode_index: int) -> str:
 
 
 def video_path(episode_index: int) -> str:
-    return VIDEO_PATH.format(episode_chunk=_chunk(episode_index), video_key=v3.IMAGE_KEY,
+    return VIDEO_PATH.format(episode_chunk=_chunk(episode_index), video_key=shared.IMAGE_KEY,
                              episode_index=episode_index)
 
 
@@ -129,7 +129,7 @@ class Writer:
         self.use_video = use_video
         self.image_size = image_size
         if (root / INFO_PATH).exists():  # resuming
-            self.info = v3.read_json(root, INFO_PATH)
+            self.info = shared.read_json(root, INFO_PATH)
             self.episodes = _jsonl(root / EPISODES_PATH)
             self.episodes_stats = _jsonl(root / EPISODES_STATS_PATH)
             self.stats = [lerobot_stats.from_json(item["stats"]) for item in self.episodes_stats]
@@ -140,19 +140,20 @@ class Writer:
     def add(self, ep: EpisodeData) -> None:
         index = len(self.episodes)
         first = sum(row["length"] for row in self.episodes)
-        columns = v3.frame_columns(ep, index, first)
+        columns = shared.frame_columns(ep, index, first)
         columns[ANNOTATION_KEY] = np.zeros(ep.length, dtype=np.int64)
-        arrays = {key: v3.fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
+        arrays = {key: shared.fixed_list(value) if value.ndim == 2 else pa.array(value)
+                  for key, value in columns.items()}
         if not self.use_video:
-            arrays = {v3.IMAGE_KEY: v3.png_images(ep.png_frames), **arrays}
+            arrays = {shared.IMAGE_KEY: shared.png_images(ep.png_frames), **arrays}
         path = self.root / data_path(index)
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(arrays), path, compression="snappy")
         if self.use_video:
-            video = v3.VideoFile(self.root / video_path(index), self.image_size, VIDEO_CODECS)
+            video = shared.VideoFile(self.root / video_path(index), self.image_size, VIDEO_CODECS)
             video.write(ep.image)
             video.close()
-        stats = {v3.IMAGE_KEY: ep.image_stats,
+        stats = {shared.IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         self.stats.append(stats)
         self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
@@ -164,51 +165,52 @@ class Writer:
             return
         info = self.info
         info.update(totals([row["length"] for row in self.episodes], self.use_video))
-        if self.use_video and "info" not in info["features"][v3.IMAGE_KEY]:
-            info["features"][v3.IMAGE_KEY]["info"] = v3.video_info(self.root / video_path(0))
+        if self.use_video and "info" not in info["features"][shared.IMAGE_KEY]:
+            info["features"][shared.IMAGE_KEY]["info"] = shared.video_info(self.root / video_path(0))
         _write_jsonl(self.root / EPISODES_PATH, self.episodes)
         _write_jsonl(self.root / EPISODES_STATS_PATH, self.episodes_stats)
         _write_jsonl(self.root / TASKS_PATH, list(TASK_LINES))
-        v3.write_json(self.root / STATS_PATH, _stats_json(lerobot_stats.aggregate(self.stats)))
-        v3.write_json(self.root / MODALITY_PATH, modality())
-        v3.write_json(self.root / COLLECTION_PATH, collection)
-        v3.write_json(self.root / INFO_PATH, info)
+        shared.write_json(self.root / STATS_PATH, _stats_json(lerobot_stats.aggregate(self.stats)))
+        shared.write_json(self.root / MODALITY_PATH, modality())
+        shared.write_json(self.root / COLLECTION_PATH, collection)
+        shared.write_json(self.root / INFO_PATH, info)
 
 
 def is_dataset(root: Path) -> bool:
-    return (root / INFO_PATH).is_file() and v3.read_json(root, INFO_PATH).get("codebase_version") == CODEBASE_VERSION
+    return ((root / INFO_PATH).is_file()
+            and shared.read_json(root, INFO_PATH).get("codebase_version") == CODEBASE_VERSION)
 
 
 def read_collection(root: Path) -> dict:
-    return v3.read_json(root, COLLECTION_PATH)
+    return shared.read_json(root, COLLECTION_PATH)
 
 
 def write_quality(root: Path, quality: dict) -> None:
-    v3.write_json(root / QUALITY_PATH, quality)
+    shared.write_json(root / QUALITY_PATH, quality)
 
 
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
     """(episode line, per-frame arrays under the v3.0 names) for every episode; with `images`, the decoded frames
     under "image" (a short video gives fewer frames)."""
-    info = v3.read_json(root, INFO_PATH)
+    info = shared.read_json(root, INFO_PATH)
     columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success",
-               "episode_index"] + [key for key in (v3.EXECUTED_KEY, v3.IMITATE_KEY) if key in info["features"]]
-    use_video = info["features"][v3.IMAGE_KEY]["dtype"] == "video"
+               "episode_index"] + [key for key in (shared.EXECUTED_KEY, shared.IMITATE_KEY) if key in info["features"]]
+    use_video = info["features"][shared.IMAGE_KEY]["dtype"] == "video"
     for row in _jsonl(root / EPISODES_PATH):
         index = row["episode_index"]
-        wanted = columns + ([v3.IMAGE_KEY] if images and not use_video else [])
-        table = v3.read_parquet(root, data_path(index), wanted)
-        episode = {name: v3.column_numpy(table.column(name)) for name in columns}
+        wanted = columns + ([shared.IMAGE_KEY] if images and not use_video else [])
+        table = shared.read_parquet(root, data_path(index), wanted)
+        episode = {name: shared.column_numpy(table.column(name)) for name in columns}
         if not (episode["episode_index"] == index).all():
             raise ValueError(f"{data_path(index)}: holds frames of another episode")
         if images:
             if use_video:
                 try:
-                    episode["image"] = v3.decode_video(root / video_path(index))
+                    episode["image"] = shared.decode_video(root / video_path(index))
                 except (OSError, ValueError, av.FFmpegError) as err:
                     raise ValueError(f"{video_path(index)}: the video does not decode ({err})") from None
             else:
-                episode["image"] = v3.decode_pngs(table.column(v3.IMAGE_KEY))
+                episode["image"] = shared.decode_pngs(table.column(shared.IMAGE_KEY))
         yield row, episode
 
 
@@ -216,21 +218,21 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     """Where meta/ disagrees with the per-episode data files, or with what this writer writes for `collection`'s
     settings: lerobot 0.3.3 and GR00T find the frames through info.json and episodes.jsonl, which replay never
     reads."""
-    image_size, use_video, perturbed = v3.settings(collection)
+    image_size, use_video, perturbed = shared.settings(collection)
     episodes = _jsonl(root / EPISODES_PATH)
     files = sorted(path.relative_to(root).as_posix() for path in root.glob("data/*/episode_*.parquet"))
-    data = {path: v3.read_index(root, path, INDEX_KEYS) for path in files}
+    data = {path: shared.read_index(root, path, INDEX_KEYS) for path in files}
     lengths = [table.num_rows for _, table in data.values()]
     tasks = _jsonl(root / TASKS_PATH)
-    info = v3.read_json(root, INFO_PATH)
+    info = shared.read_json(root, INFO_PATH)
     expected = {**new_info(image_size, use_video, perturbed), **totals(lengths, use_video), "total_tasks": len(tasks)}
     why = {"total_episodes": f"data/ holds {len(files)} episode files",
            "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)",
            "total_chunks": f"{len(files)} episodes fill {expected['total_chunks']} chunk(s) of {CHUNKS_SIZE}",
            "total_videos": f"the collection stores {'a video per episode' if use_video else 'no video'}"}
-    problems = v3.info_problems(root, info, expected, video_path(0) if use_video else None, why)
-    problems += v3.json_problems(TASKS_PATH, tasks, list(TASK_LINES))
-    problems += v3.json_problems(MODALITY_PATH, v3.read_json(root, MODALITY_PATH), modality())
+    problems = shared.info_problems(root, info, expected, video_path(0) if use_video else None, why)
+    problems += shared.json_problems(TASKS_PATH, tasks, list(TASK_LINES))
+    problems += shared.json_problems(MODALITY_PATH, shared.read_json(root, MODALITY_PATH), modality())
     stats = [line.get("episode_index") for line in _jsonl(root / EPISODES_STATS_PATH)]
     if stats != list(range(len(episodes))):
         problems.append(f"{EPISODES_STATS_PATH}: holds {len(stats)} lines, not the stats of episodes 0 to "
@@ -239,10 +241,10 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
         problems.append(f"data/: holds {len(files)} episode files, not the {len(episodes)} ({data_path(0)} on) that "
                         f"{EPISODES_PATH} lists")
     for path, (names, _) in data.items():
-        problems += v3.schema_problems(path, names, info.get("features", {}))
+        problems += shared.schema_problems(path, names, info.get("features", {}))
     first = 0  # the episode's first frame in the whole dataset
     for i, row in enumerate(episodes):
-        problems += v3.episode_problems(EPISODES_PATH, i, row)
+        problems += shared.episode_problems(EPISODES_PATH, i, row)
         if use_video and not (root / video_path(i)).is_file():
             problems.append(f"{video_path(i)}: missing, the collection stores a video per episode")
         if data_path(i) not in data:
@@ -252,7 +254,7 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
             problems.append(f"{EPISODES_PATH}: episode {i} has length {row['length']}, {data_path(i)} holds "
                             f"{table.num_rows} frames")
         if table.num_rows:
-            index = v3.index_columns(table.num_rows, i, first)
-            problems += v3.index_problems(data_path(i), table, {**index, ANNOTATION_KEY: index["task_index"]}, i)
+            index = shared.index_columns(table.num_rows, i, first)
+            problems += shared.index_problems(data_path(i), table, {**index, ANNOTATION_KEY: index["task_index"]}, i)
         first += table.num_rows
     return problems

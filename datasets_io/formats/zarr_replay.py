@@ -28,7 +28,7 @@ import zarr
 
 from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
 from datasets_io.episode import EpisodeData
-from datasets_io.lerobot_writer import settings
+from datasets_io.formats.lerobot_common import settings
 
 IMAGE_CHUNK = 100  # frames per img chunk
 LOWDIM_CHUNK = 10_000

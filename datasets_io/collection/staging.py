@@ -22,9 +22,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-LOCK_NAME = ".collect_lock"
-COMPLETE_NAME = ".collect_complete"
-REPLACED_NAME = ".collect_replaced"  # in `DIR.old`: it is the dataset a commit replaced, so it may be deleted
+from datasets_io.manifest import MARKER_PREFIX
+
+LOCK_NAME = MARKER_PREFIX + "lock"
+COMPLETE_NAME = MARKER_PREFIX + "complete"
+REPLACED_NAME = MARKER_PREFIX + "replaced"  # in `DIR.old`: it is the dataset a commit replaced, so it may be deleted
 
 
 class StagingError(Exception):

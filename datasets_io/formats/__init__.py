@@ -16,8 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from datasets_io import lerobot_v21, lerobot_writer, rlds, zarr_writer
+from common.cli import BadInput
 from datasets_io.episode import EpisodeData
+from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, zarr_replay
 
 
 class Writer(Protocol):
@@ -41,20 +42,20 @@ class DatasetFormat:
 
 
 FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
-    DatasetFormat("lerobot", "LeRobot v3.0", lerobot_writer.LeRobotWriter, lerobot_writer.is_dataset,
-                  lerobot_writer.read_collection, lerobot_writer.write_quality, lerobot_writer.iter_episodes,
-                  lambda root: lerobot_writer.read_json(root, lerobot_writer.INFO_PATH)["video_path"] is not None,
-                  (lerobot_writer.INFO_PATH, lerobot_writer.STATS_PATH, lerobot_writer.TASKS_PATH),
-                  lerobot_writer.check_metadata),
+    DatasetFormat("lerobot", "LeRobot v3.0", lerobot_v30.LeRobotWriter, lerobot_v30.is_dataset,
+                  lerobot_v30.read_collection, lerobot_v30.write_quality, lerobot_v30.iter_episodes,
+                  lambda root: lerobot_common.read_json(root, lerobot_common.INFO_PATH)["video_path"] is not None,
+                  (lerobot_common.INFO_PATH, lerobot_v30.STATS_PATH, lerobot_v30.TASKS_PATH),
+                  lerobot_v30.check_metadata),
     DatasetFormat("lerobot-v2.1", "LeRobot v2.1", lerobot_v21.Writer, lerobot_v21.is_dataset,
                   lerobot_v21.read_collection, lerobot_v21.write_quality, lerobot_v21.iter_episodes,
-                  lambda root: lerobot_writer.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None,
+                  lambda root: lerobot_common.read_json(root, lerobot_v21.INFO_PATH)["video_path"] is not None,
                   (lerobot_v21.INFO_PATH, lerobot_v21.EPISODES_PATH, lerobot_v21.TASKS_PATH,
                    lerobot_v21.EPISODES_STATS_PATH, lerobot_v21.STATS_PATH, lerobot_v21.MODALITY_PATH),
                   lerobot_v21.check_metadata),
-    DatasetFormat("zarr", "Diffusion Policy zarr", zarr_writer.ZarrWriter, zarr_writer.is_dataset,
-                  zarr_writer.read_collection, zarr_writer.write_quality, zarr_writer.iter_episodes,
-                  lambda root: False, (".zgroup", "meta/episode_ends/.zarray"), zarr_writer.check_metadata),
+    DatasetFormat("zarr", "Diffusion Policy zarr", zarr_replay.ZarrWriter, zarr_replay.is_dataset,
+                  zarr_replay.read_collection, zarr_replay.write_quality, zarr_replay.iter_episodes,
+                  lambda root: False, (".zgroup", "meta/episode_ends/.zarray"), zarr_replay.check_metadata),
     DatasetFormat("rlds", "RLDS (TFDS)", rlds.Writer, rlds.is_dataset, rlds.read_collection, rlds.write_quality,
                   rlds.iter_episodes, lambda root: False, (rlds.INFO_PATH, rlds.FEATURES_PATH), rlds.check_metadata),
 )}
@@ -77,7 +78,7 @@ def detect(path: Path) -> str | None:
     try:
         return next((f.name for f in FORMATS.values() if f.is_dataset(path)), None)
     except (OSError, ValueError):  # an unreadable info.json: a damaged dataset of that format
-        return next((name for name, marker in (("lerobot", lerobot_writer.INFO_PATH), ("rlds", rlds.INFO_PATH))
+        return next((name for name, marker in (("lerobot", lerobot_common.INFO_PATH), ("rlds", rlds.INFO_PATH))
                     if (path / marker).exists()), None)
 
 
@@ -91,3 +92,12 @@ def find(path: Path) -> dict[str, Path]:
     if (name := detect(path)) is not None:
         return {name: path}
     return {name: path / name for name in FORMATS if (path / name).is_dir() and detect(path / name) == name}
+
+
+def read_collection(roots: dict[str, Path]) -> dict:
+    name, root = next(iter(roots.items()))
+    try:
+        return FORMATS[name].read_collection(root)
+    except (OSError, KeyError, ValueError):
+        raise BadInput(f"{str(root)!r} holds a dataset not written by collect_dataset.py (no collection record); "
+                       f"choose another --output") from None

@@ -22,80 +22,87 @@ that adds episodes to an existing dataset starts new data/video/episodes files (
 file past 100 MB of data or 200 MB of video, so existing files are never modified; only the JSON metadata and
 meta/stats.json are replaced (by rename) when the writer closes. `check_metadata` checks meta/ against the data
 files and against what this writer writes; its helpers serve the other formats' checks too.
+
+The schema, video and parquet/JSON helpers it shares with v2.1 are in lerobot_common.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 
 import av
-import imageio.v3 as iio
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.files import atomic_write_bytes
-from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
-
-os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its whole configuration to stderr otherwise
+from datasets_io.formats import lerobot_stats
+from datasets_io.formats.lerobot_common import (
+    EXECUTED_KEY,
+    IMAGE_KEY,
+    IMITATE_KEY,
+    INDEX_KEYS,
+    INFO_PATH,
+    VideoFile,
+    column_numpy,
+    decode_pngs,
+    decode_video,
+    episode_problems,
+    features,
+    fixed_list,
+    frame_columns,
+    index_columns,
+    index_problems,
+    info_problems,
+    json_problems,
+    png_images,
+    read_index,
+    read_json,
+    read_parquet,
+    schema_problems,
+    settings,
+    train_split,
+    video_info,
+    write_json,
+)
 
 CODEBASE_VERSION = "v3.0"
+
+
 CHUNKS_SIZE = 1000
+
+
 DATA_FILE_MB = 100
+
+
 VIDEO_FILE_MB = 200
+
+
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+
+
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+
+
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-INFO_PATH = "meta/info.json"
+
+
+
+
 STATS_PATH = "meta/stats.json"
+
+
 TASKS_PATH = "meta/tasks.parquet"
+
+
 COLLECTION_PATH = "meta/collection.json"
+
+
 QUALITY_PATH = "meta/quality.json"  # this project's motion statistics of the whole dataset (dataset_report.py's)
-IMAGE_KEY = "observation.image"
-# (encoder, options) in order of preference; g=2 and crf=30 as lerobot encodes, fastest presets.
-VIDEO_CODECS = (("libsvtav1", {"g": "2", "crf": "30", "preset": "12"}),
-                ("libaom-av1", {"g": "2", "crf": "30", "cpu-used": "8"}),
-                ("libx264", {"g": "2", "crf": "23"}))
-
-
-EXECUTED_KEY = "action.executed"  # perturbed collections: the target sent, where `action` is the clean label
-IMITATE_KEY = "imitate"  # perturbed collections: False on frames a learner should not imitate
-
-
-def features(image_size: int, use_video: bool, perturbed: bool = False) -> dict:
-    """info.json's `features`, in lerobot's order (user features, then the index columns)."""
-    scalar = {"shape": [1], "names": None}
-    keypoint_names = [f"keypoint{i}_{axis}" for i in range(8) for axis in "xy"]
-    extra = {EXECUTED_KEY: {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
-             IMITATE_KEY: {"dtype": "bool", **scalar}} if perturbed else {}
-    return {
-        IMAGE_KEY: {"dtype": "video" if use_video else "image", "shape": [image_size, image_size, 3],
-                    "names": ["height", "width", "channels"]},
-        "observation.state": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
-        "observation.environment_state": {"dtype": "float32", "shape": [16], "names": keypoint_names},
-        "action": {"dtype": "float32", "shape": [2], "names": ["x", "y"]},
-        **extra,
-        "next.reward": {"dtype": "float32", **scalar},
-        "next.done": {"dtype": "bool", **scalar},
-        "next.success": {"dtype": "bool", **scalar},
-        "timestamp": {"dtype": "float32", **scalar},
-        "frame_index": {"dtype": "int64", **scalar},
-        "episode_index": {"dtype": "int64", **scalar},
-        "index": {"dtype": "int64", **scalar},
-        "task_index": {"dtype": "int64", **scalar},
-    }
-
-
-def train_split(episodes: int) -> dict:
-    """info.json's `splits`: every episode is a training episode."""
-    return {"train": f"0:{episodes}"}
 
 
 def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
@@ -114,26 +121,6 @@ def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
         "video_path": VIDEO_PATH if use_video else None,
         "features": features(image_size, use_video, perturbed),
     }
-
-
-def video_codec(codecs: tuple = VIDEO_CODECS) -> tuple[str, dict[str, str]]:
-    """The first encoder of `codecs` that this PyAV build has."""
-    for name, options in codecs:
-        try:
-            av.codec.Codec(name, "w")
-        except (av.codec.codec.UnknownCodecError, ValueError):
-            continue
-        return name, options
-    raise RuntimeError("PyAV has none of the encoders " + ", ".join(name for name, _ in codecs))
-
-
-def video_info(path: Path) -> dict:
-    """The `info` block lerobot keeps for a video feature, read back from the file."""
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        return {"video.height": stream.height, "video.width": stream.width, "video.codec": stream.codec.canonical_name,
-                "video.pix_fmt": stream.pix_fmt, "video.is_depth_map": False, "video.fps": int(stream.base_rate),
-                "video.channels": 3, "has_audio": False}
 
 
 @dataclass
@@ -155,76 +142,6 @@ class _FileIndex:
 FIRST_VIDEO = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)  # where info.json's video `info` block is read
 
 
-class VideoFile:
-    """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact."""
-
-    def __init__(self, path: Path, size: int, codecs: tuple = VIDEO_CODECS) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        name, options = video_codec(codecs)
-        self.container = av.open(str(path), "w")
-        self.stream = self.container.add_stream(name, rate=FPS, options=options)
-        self.stream.width = self.stream.height = size
-        self.stream.pix_fmt = "yuv420p"
-        self.frames = 0
-        self.bytes = 0  # encoded so far (the file itself appears only once the muxer flushes)
-
-    def write(self, images: np.ndarray) -> None:
-        for image in images:
-            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-            frame.pts = self.frames
-            self.frames += 1
-            packets = self.stream.encode(frame)
-            self.bytes += sum(packet.size for packet in packets)
-            self.container.mux(packets)
-
-    def close(self) -> None:
-        self.container.mux(self.stream.encode(None))
-        self.container.close()
-
-
-def fixed_list(values: np.ndarray) -> pa.Array:
-    """(T, D) float32 → fixed_size_list<float>[D], the Arrow type of a `datasets` List feature with a length."""
-    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()), values.shape[1])
-
-
-def png_images(encoded: list[bytes]) -> pa.Array:
-    """The `datasets.Image()` storage of PNG-encoded frames: struct<bytes, path>."""
-    return pa.StructArray.from_arrays([pa.array(encoded, pa.binary()), pa.array([None] * len(encoded), pa.string())],
-                                      names=["bytes", "path"])
-
-
-def index_columns(length: int, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
-    """The bookkeeping columns of an episode, which follow from its place in the dataset alone (the writer writes
-    them, `check_metadata` expects them)."""
-    frames = np.arange(length, dtype=np.int64)
-    done = np.zeros(length, dtype=bool)
-    done[-1] = True  # the episode ends after its last action: success or the time limit
-    return {"episode_index": np.full(length, episode_index, dtype=np.int64), "frame_index": frames,
-            "timestamp": (frames / FPS).astype(np.float32), "next.done": done, "index": first_index + frames,
-            "task_index": np.zeros(length, dtype=np.int64)}
-
-
-def frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
-    """Every per-frame feature except the image, as numpy arrays (the data parquet's and the stats' input)."""
-    index = index_columns(ep.length, episode_index, first_index)
-    extra = {} if ep.executed is None else {EXECUTED_KEY: ep.executed, IMITATE_KEY: ep.imitate}
-    return {
-        "observation.state": ep.agent_pos,
-        "observation.environment_state": ep.keypoints,
-        "action": ep.action,
-        **extra,
-        "episode_index": index["episode_index"],
-        "frame_index": index["frame_index"],
-        "timestamp": index["timestamp"],
-        "next.reward": ep.reward,
-        "next.done": index["next.done"],
-        "next.success": ep.is_success,
-        "index": index["index"],
-        "task_index": index["task_index"],
-    }
-
-
 def _tasks_table() -> pa.Table:
     """meta/tasks.parquet as pandas writes lerobot's DataFrame(index=tasks): lerobot reads it with pd.read_parquet
     and looks tasks up by the index, so the schema carries pandas' metadata naming the index column."""
@@ -244,43 +161,8 @@ def _tasks_table() -> pa.Table:
     return table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
 
 
-def write_json(path: Path, data: dict) -> None:
-    atomic_write_bytes(path, (json.dumps(data, indent=4) + "\n").encode())
-
-
 def write_quality(root: Path, quality: dict) -> None:
     write_json(root / QUALITY_PATH, quality)
-
-
-def read_json(root: Path, relative: str) -> dict:
-    """A JSON file of the dataset; a damaged one raises ValueError naming it."""
-    try:
-        return json.loads((root / relative).read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{relative}: not valid JSON ({err})") from None
-
-
-@contextmanager
-def _naming(relative: str | Path) -> Iterator[None]:
-    """Turn a parquet read's failure into a ValueError naming the file."""
-    try:
-        yield
-    except (OSError, pa.ArrowException) as err:
-        raise ValueError(f"{relative}: cannot be read ({err})") from None
-
-
-def read_parquet(root: Path, relative: str | Path, columns: list[str] | None = None) -> pa.Table:
-    """One parquet file of the dataset; a damaged one raises ValueError naming it."""
-    with _naming(relative):
-        return pq.read_table(root / relative, columns=columns)
-
-
-def read_index(root: Path, relative: str, keys: Iterable[str]) -> tuple[list[str], pa.Table]:
-    """A data file's column names, and those of its columns among `keys` (a missing one is a problem to report,
-    not a read error)."""
-    with _naming(relative):
-        names = pq.read_schema(root / relative).names
-        return names, pq.read_table(root / relative, columns=[key for key in keys if key in names])
 
 
 def _files(root: Path, folder: str) -> list[Path]:
@@ -401,27 +283,6 @@ class LeRobotWriter:
         write_json(self.root / INFO_PATH, info)
 
 
-def column_numpy(column: pa.ChunkedArray) -> np.ndarray:
-    """A column as numpy, (N, D) for fixed-size lists."""
-    if isinstance(column.type, pa.FixedSizeListType):
-        return column.combine_chunks().flatten().to_numpy().reshape(len(column), column.type.list_size)
-    return column.to_numpy()
-
-
-def decode_video(path: Path) -> np.ndarray:
-    """Every frame of an mp4 as (N, H, W, 3) uint8 RGB, in presentation order."""
-    with av.open(str(path)) as container:
-        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
-    if not frames:
-        raise ValueError("no frame decodes")
-    return np.stack(frames)
-
-
-def decode_pngs(column: pa.ChunkedArray) -> np.ndarray:
-    """The frames of a `datasets.Image()` column (struct<bytes, path> of PNGs) as (N, H, W, 3) uint8."""
-    return np.stack([iio.imread(item["bytes"]) for item in column.to_pylist()])
-
-
 def is_dataset(root: Path) -> bool:
     return (root / INFO_PATH).is_file() and read_json(root, INFO_PATH).get("codebase_version") == CODEBASE_VERSION
 
@@ -467,91 +328,11 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
         yield row, episode
 
 
-# The metadata check. Its helpers serve lerobot_v21 (the same info.json and data columns), rlds and zarr_writer.
-
-MISSING = object()  # a key a JSON file lacks
-INDEX_KEYS = tuple(index_columns(1, 0, 0))
 EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index",
                    "data/file_index"]
+
+
 VIDEO_COLUMNS = [f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"]
-
-
-def settings(collection: dict) -> tuple[int, bool, bool]:
-    """(image size, video, perturbed): what every writer of a collection was built with, as its collection record
-    (collect_dataset.py) states it; the metadata must be what the writers write with them."""
-    return collection["image_size"], collection["video"], collection["perturbation"] is not None
-
-
-def json_problems(path: str, found: object, expected: object, why: dict[str, str] | None = None,
-                  where: str = "") -> list[str]:
-    """One problem per place (`key/key/0`) where a JSON value differs from what the writer writes; `why[place]`
-    says where the right value comes from when it is counted from the data rather than fixed by the writer."""
-    if isinstance(found, dict) and isinstance(expected, dict):
-        keys = [*expected, *(key for key in found if key not in expected)]
-        return [problem for key in keys for problem in json_problems(
-            path, found.get(key, MISSING), expected.get(key, MISSING), why, f"{where}/{key}" if where else key)]
-    if (isinstance(found, list) and isinstance(expected, list) and len(found) == len(expected)
-            and any(isinstance(item, dict) for item in expected)):  # a list of records; a shape is one value
-        return [problem for n, (item, want) in enumerate(zip(found, expected, strict=True))
-                for problem in json_problems(path, item, want, why, f"{where}/{n}" if where else str(n))]
-    if found == expected:
-        return []
-    reason = (why or {}).get(where) or ("the writer writes no such entry" if expected is MISSING else
-                                        f"the writer writes {expected!r}")
-    return [f"{path}: {where or 'the content'} is {'missing' if found is MISSING else repr(found)}, {reason}"]
-
-
-def _video_info(root: Path, relative: str) -> dict:
-    try:
-        return video_info(root / relative)
-    except (OSError, ValueError, av.FFmpegError) as err:
-        raise ValueError(f"{relative}: the video does not open ({err})") from None
-
-
-def info_problems(root: Path, info: dict, expected: dict, first_video: str | None, why: dict[str, str]) -> list[str]:
-    """info.json against `expected` (the writer's info with the totals counted from the data; `why` says where
-    each count comes from). Keys the writer does not write are left alone; features must be exactly the writer's,
-    a video feature's `info` block (added to `expected`) the one it reads from `first_video`, whose absence is
-    reported with the episodes."""
-    if first_video is not None and (root / first_video).is_file():
-        expected["features"][IMAGE_KEY]["info"] = _video_info(root, first_video)
-    why = {"fps": f"the data is recorded at {FPS} fps",
-           "total_frames": f"the data files hold {expected['total_frames']} frames",
-           "splits/train": f"all {expected['total_episodes']} episodes are training episodes", **why}
-    return json_problems(INFO_PATH, {key: info.get(key, MISSING) for key in expected}, expected, why)
-
-
-def episode_problems(path: str, position: int, row: dict) -> list[str]:
-    """An episode entry's number and tasks: episodes are numbered in order and all do the one task."""
-    problems = []
-    if row["episode_index"] != position:
-        problems.append(f"{path}: entry {position} is episode {row['episode_index']}, the entries number the "
-                        f"episodes 0, 1, ... in order")
-    if row["tasks"] != [TASK]:
-        problems.append(f"{path}: episode {position} lists tasks {row['tasks']}, the dataset's one task is {TASK!r}")
-    return problems
-
-
-def schema_problems(path: str, names: list[str], features: dict) -> list[str]:
-    """A data file's columns against info.json's features: one per feature but the video ones, and no other (a
-    reader builds its schema from the features)."""
-    wanted = [key for key, feature in features.items() if feature.get("dtype") != "video"]
-    return ([f"{path}: has no column {key!r}, a feature in {INFO_PATH}" for key in wanted if key not in names]
-            + [f"{path}: column {key!r} is not a feature in {INFO_PATH}" for key in names if key not in wanted])
-
-
-def index_problems(path: str, table: pa.Table, expected: dict[str, np.ndarray], episode: int) -> list[str]:
-    """Where an episode's bookkeeping columns (`table`, its frames of a data file) differ from what its place in
-    the dataset gives, first wrong frame of each; columns the file lacks are schema problems."""
-    problems = []
-    for key in table.column_names:
-        found, want = column_numpy(table.column(key)), expected[key]
-        wrong = np.flatnonzero(found != want)
-        if wrong.size:
-            frame = wrong[0]
-            problems.append(f"{path}: {key} is {found[frame]} at frame {frame} of episode {episode}, its place in the "
-                            f"dataset gives {want[frame]}")
-    return problems
 
 
 def check_metadata(root: Path, collection: dict) -> list[str]:

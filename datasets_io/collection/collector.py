@@ -1,0 +1,77 @@
+"""The workers of a collection: what a worker needs (Job), the env and policy it builds once, and the rollouts of
+one seed after another, in seed order whatever the backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from common import parallel
+from datasets_io import formats
+from datasets_io.collection.perturbation import DriverFactory, Perturbation, PerturbedRollout
+from datasets_io.episode import EpisodeData, EpisodeRecorder
+from env.pusht_wrapper import make_env
+from protocol.loading import env_spec, random_policy
+from protocol.policy_file import LoadedPolicy
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to record seeds. Picklable, and it carries the loaded policies rather than their paths, so
+    a worker needs no file of the driver's: Ray workers on other machines (or in another directory) act the same."""
+
+    policy: LoadedPolicy | None  # None: uniform random actions
+    action_noise: float
+    image_size: int
+    max_steps: int
+    perturbation: Perturbation = Perturbation()
+    # a relabelling round: the saved learner that steers the bursts, loaded, as a picklable factory (None: noise)
+    burst_driver: DriverFactory | None = None
+    formats: tuple[str, ...] = ()  # what the episodes are written as: the worker prepares what those writers need
+    use_video: bool = True
+
+
+class Collector:
+    """One process's env and policy; records one seed at a time."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        size = {"observation_width": job.image_size, "observation_height": job.image_size}
+        self.env = make_env(*env_spec(job.policy), **size)
+        self.recorder = EpisodeRecorder(self.env, job.max_steps)
+
+    def __call__(self, seed: int) -> EpisodeData:
+        return formats.prepare(self.record(seed), self.job.formats, self.job.use_video)
+
+    def record(self, seed: int) -> EpisodeData:
+        base = self.job.policy or random_policy(seed, 2)
+        noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            action = base(obs)
+            if self.job.action_noise > 0:
+                action = action + self.job.action_noise * noise.standard_normal(action.shape)
+            return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+        if not self.job.perturbation.active:
+            return self.recorder(act, seed)
+        rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed,
+                                   self.job.burst_driver(seed) if self.job.burst_driver else None)
+        episode = self.recorder(rollout, seed)
+        return replace(episode, action=rollout.labels.array(), executed=episode.action,
+                       imitate=np.array(rollout.imitate, dtype=bool))
+
+
+def worker_collector(job: Job) -> Collector:
+    """A worker's recorder, built from the picklable job (every process or Ray worker builds its own env)."""
+    torch.set_num_threads(1)  # one thread everywhere: the same arithmetic, so the same actions, on any backend
+    return Collector(job)
+
+
+def rollouts(job: Job, seeds: Iterable[int], backend: parallel.Backend) -> Iterator[EpisodeData]:
+    """Episodes in seed order whatever the backend; seeds are consumed lazily (a few ahead per worker)."""
+    for _, episode in parallel.imap(worker_collector, job, seeds, backend, lambda seed: f"episode seed {seed}"):
+        yield episode

@@ -1,0 +1,256 @@
+"""A collection request checked against the output folder before any episode runs: the Plan the write loop follows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from common import parallel
+from common.cli import BadInput
+from datasets_io import formats, manifest
+from datasets_io.collection import staging
+from datasets_io.collection.collector import Job
+from datasets_io.collection.perturbation import DriverFactory, Perturbation
+from datasets_io.formats import FORMATS, read_collection, zarr_replay
+from datasets_io.verify import check_metadata
+from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID
+from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
+from protocol.loading import load_checked_policy
+from protocol.policy_file import LoadedPolicy
+from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
+
+DEFAULT_POLICY = Path("assets/policy.pt")
+
+
+EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)
+
+
+FORMAT_CHOICES = (*FORMATS, "both")
+
+
+def format_names(flags: list[str]) -> tuple[str, ...]:
+    """The --format values as format names, in the order given (`both`: lerobot and zarr), each once."""
+    return tuple(dict.fromkeys(name for flag in flags for name in (formats.BOTH if flag == "both" else (flag,))))
+
+
+
+
+def check_resumable(roots: dict[str, Path], collection: dict) -> None:
+    """Check every existing dataset before adding to it: its bytes are the ones written (where a manifest records
+    them), its metadata agrees with its data, and its frames (not its images) read. A damaged or edited file is
+    named as bad input, not carried into the resumed dataset or reported later as a failed write."""
+    for name, root in roots.items():
+        try:
+            problems = check_metadata(root, name, collection)
+            problems += manifest.check(root) if (root / manifest.MANIFEST_NAME).is_file() else []
+            for _ in FORMATS[name].iter_episodes(root, False):
+                pass
+            if name == "zarr":
+                zarr_replay.check_appendable(root)
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            problems = [str(err)]
+        if problems:
+            raise BadInput(f"cannot resume: the {FORMATS[name].title} dataset {str(root)!r} is damaged or changed "
+                           f"since collection ({problems[0]}); nothing was written. Check it with --verify, then "
+                           f"collect into a new --output")
+
+
+@dataclass
+class Plan:
+    """A validated collection request."""
+
+    output: Path
+    mode: str  # "new", "overwrite" or "resume"
+    job: Job  # the formats, video choice and policy too: the workers need them
+    episodes: int
+    start_seed: int
+    max_attempts: int
+    keep_failures: bool
+    backend: parallel.Backend
+    collection: dict  # the existing dataset's record when resuming, else empty
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        return self.job.formats
+
+    @property
+    def use_video(self) -> bool:
+        return self.job.use_video
+
+    @property
+    def policy(self) -> LoadedPolicy | None:
+        return self.job.policy
+
+
+def check_output(args: CollectionRequest) -> dict[str, Path]:
+    """Where the datasets already at --output are, by format (empty: absent or empty), if the flags allow using
+    them."""
+    output = Path(args.output)
+    try:
+        staging.recover(output)
+        staging.clear_stale_partial(output, replace_allowed=args.overwrite or args.resume)
+    except staging.StagingError as err:
+        raise BadInput(str(err)) from None
+    if output.exists() and not output.is_dir():
+        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
+    if not output.is_dir() or staging.is_empty_dir(output):
+        return {}
+    existing = formats.find(output)
+    if not existing:
+        raise BadInput(f"{str(output)!r} is not empty and holds no dataset written by collect_dataset.py; "
+                       f"choose another --output")
+    if not (args.overwrite or args.resume):
+        raise BadInput(f"{str(output)!r} already holds a dataset; pass --resume to add episodes to it or "
+                       f"--overwrite to replace it")
+    if args.overwrite:
+        check_replaceable(output, existing)
+    return existing
+
+
+def not_written_here(output: Path, existing: dict[str, Path]) -> list[str]:
+    """What `--overwrite` would delete at `output` that collect_dataset.py did not write (its manifests say)."""
+    if list(existing.values()) == [output]:
+        return manifest.unlisted(output)
+    roots = {root.name for root in existing.values()}
+    foreign = [entry.name + "/" * entry.is_dir() for entry in sorted(output.iterdir())
+               if entry.name not in roots and not manifest.ignored(entry.name)]
+    return foreign + [f"{root.name}/{entry}" for root in existing.values() for entry in manifest.unlisted(root)]
+
+
+def check_replaceable(output: Path, existing: dict[str, Path]) -> None:
+    """--overwrite replaces only what collect_dataset.py wrote: refuse, touching nothing, when anything else is
+    there."""
+    try:
+        foreign = not_written_here(output, existing)
+    except (OSError, ValueError) as err:
+        raise BadInput(f"--overwrite: cannot tell what {str(output)!r} holds ({err}); nothing was touched; move "
+                       f"what you want to keep out of it, or choose another --output") from None
+    unlisted = [root for root in existing.values() if not (root / manifest.MANIFEST_NAME).is_file()]
+    if unlisted:
+        raise BadInput(f"--overwrite: {str(unlisted[0])!r} has no {manifest.MANIFEST_NAME} (written by an older "
+                       f"collect_dataset.py), so what it holds cannot be told from your files; nothing was touched; "
+                       f"delete it yourself or choose another --output")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise BadInput(f"--overwrite replaces only what collect_dataset.py wrote, and {str(output)!r} also holds "
+                       f"{shown}; nothing was touched; move those out or choose another --output")
+
+
+def plan_perturbation(args: CollectionRequest, record: dict) -> Perturbation:
+    """The burst settings: the flags given, else (resuming) the dataset's own, else the defaults."""
+    stored = record.get("perturbation") or {}
+    defaults = {**asdict(Perturbation()), **stored}
+    flags = {"noise": args.burst_noise, "burst_steps": args.burst_steps, "burst_gap": args.burst_gap,
+             "clean_share": args.clean_share, "learner": args.burst_learner}
+    perturbation = Perturbation(**{key: defaults[key] if value is None else value for key, value in flags.items()})
+    if (problem := perturbation.problem()) is not None:
+        raise BadInput(problem)
+    if record and perturbation != Perturbation(**{**asdict(Perturbation()), **stored}):
+        raise BadInput(f"{str(args.output)!r} was collected with burst settings {stored or 'off'}; --resume must keep "
+                       f"them (leave the --burst-* and --clean-share flags out)")
+    if perturbation.active and args.action_noise > 0:
+        raise BadInput("--action-noise and bursts exclude each other (bursts keep clean labels); drop one")
+    return perturbation
+
+
+@dataclass
+class CollectionRequest:
+    """What collect_dataset.py asks for, as its flags name it (None: the default, or the resumed dataset's own);
+    collection can be driven from Python with it."""
+
+    output: str | None = None
+    episodes: int | None = None
+    checkpoint: str | None = None
+    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
+    policy: str = "checkpoint"  # or "random"
+    format: list[str] | None = None
+    start_seed: int | None = None
+    workers: int = 1
+    ray: str | None = None
+    overwrite: bool = False
+    resume: bool = False
+    action_noise: float = 0.0
+    burst_noise: float | None = None
+    burst_steps: int | None = None
+    burst_gap: int | None = None
+    clean_share: float | None = None
+    burst_learner: str | None = None
+    keep_failures: bool = False
+    max_attempts: int | None = None
+    image_size: int | None = None
+    no_video: bool = False
+    max_steps: int | None = None
+
+
+BurstLoader = Callable[[str, int], DriverFactory]  # (learner file, targets per prediction) -> the bursts' driver
+
+
+def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = None) -> Plan:
+    """Check every option against the output directory before any episode runs. `load_bursts` loads a
+    relabelling round's learner (the imitation package's, given by the caller: collection knows no learner)."""
+    if args.episodes is None:
+        raise BadInput("--episodes N is required (or --verify DIR)")
+    for option in ("episodes", "workers"):
+        if getattr(args, option) < 1:
+            raise BadInput(f"--{option} must be >= 1, got {getattr(args, option)}")
+    if args.output is None:
+        raise BadInput("--output DIR is required (or --verify DIR)")
+    if args.overwrite and args.resume:
+        raise BadInput("--overwrite and --resume exclude each other; drop one")
+    if args.action_noise < 0:
+        raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
+    output = Path(args.output)
+    existing = check_output(args)
+    record = read_collection(existing) if args.resume and existing else {}
+    mode = "resume" if record else "overwrite" if args.overwrite and existing else "new"
+    names = format_names(args.format) if args.format else tuple(existing) if record else ("lerobot",)
+    if record and formats.layout(output, names) != existing:
+        raise BadInput(f"{str(output)!r} holds {' '.join(existing)}; --resume must keep --format "
+                       f"{' '.join(existing)}")
+    if record:
+        check_resumable(existing, record)
+    image_size = record.get("image_size", 96) if args.image_size is None else args.image_size
+    max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
+    use_video = record.get("video", not args.no_video)
+    for option, key in (("--image-size", "image_size"), ("--max-steps", "max_steps")):
+        value = getattr(args, key)
+        if record and value is not None and value != record[key]:
+            raise BadInput(f"{str(output)!r} was collected with {option} {record[key]}; --resume must keep it")
+    if record and args.no_video and use_video:
+        raise BadInput(f"{str(output)!r} stores video; --resume cannot add --no-video episodes")
+    if not (64 <= image_size <= 1024 and image_size % 2 == 0):
+        raise BadInput(f"--image-size must be even and in [64, 1024], got {image_size}")
+    if not 1 <= max_steps <= MAX_EPISODE_STEPS:
+        raise BadInput(f"--max-steps must be in [1, {MAX_EPISODE_STEPS}], got {max_steps}")
+    next_seed = record.get("next_seed", 0)
+    start_seed = next_seed if args.start_seed is None else args.start_seed
+    if start_seed < next_seed:
+        raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
+                       f"or leave it out")
+    max_attempts = args.max_attempts if args.max_attempts is not None else 10 * args.episodes
+    if args.keep_failures:
+        max_attempts = args.episodes
+    if max_attempts < args.episodes:
+        raise BadInput(f"--max-attempts ({max_attempts}) must be >= --episodes ({args.episodes})")
+    seeds = range(start_seed, start_seed + max_attempts)
+    if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
+        raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
+                       f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
+    if args.policy == "checkpoint" and args.checkpoint is None and DEFAULT_POLICY.is_file():
+        args = replace(args, checkpoint=str(DEFAULT_POLICY))
+    policy, _ = load_checked_policy(args)
+    if policy is not None and policy.env_id != PUSHT_ENV_ID:
+        raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
+    perturbation = plan_perturbation(args, record)
+    burst_driver = None
+    if perturbation.learner is not None:
+        if load_bursts is None:
+            raise BadInput("--burst-learner needs a learner loader (collect_dataset.py gives it)")
+        try:
+            burst_driver = load_bursts(perturbation.learner, perturbation.learner_exec)
+        except (OSError, ValueError) as err:
+            raise BadInput(f"--burst-learner: {err}") from None
+    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video)
+    return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
+                args.keep_failures, parallel.backend(args.workers, args.ray), record)

@@ -1,0 +1,136 @@
+"""The write loop: episodes from the workers into every format's writer, inside the staged folder, swapped in
+whole when done; Ctrl-C and a failed worker keep the complete episodes."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from tqdm import tqdm
+
+from common import parallel
+from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, BadInput
+from common.files import guarded_write
+from datasets_io import formats, manifest
+from datasets_io.collection import staging
+from datasets_io.collection.collector import rollouts
+from datasets_io.collection.plan import Plan
+from datasets_io.formats import FORMATS, Writer
+from datasets_io.readers import read_demonstrations
+from datasets_io.statistics import format_table, motion_statistics
+from env.pusht_wrapper import PUSHT_ENV_ID
+
+COLLECTION_FORMAT = "pusht_sac.collection/1"
+
+
+class _StopFlag:
+    """Ctrl-C / SIGTERM ask to stop after the episode being written, so no episode is ever half-saved."""
+
+    def __init__(self) -> None:
+        self.raised = False
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.raised = True
+        signal.signal(signum, self._previous[signum])  # a second Ctrl-C stops at once
+        print("\nstopping after the current episode; the complete ones will be saved", file=sys.stderr)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
+    """meta/collection.json (zarr: the `collection` attribute): settings that must not change, and each run."""
+    run = {"policy": plan.policy.source if plan.policy else "random",
+           "policy_step": plan.policy.step if plan.policy else None,
+           "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
+           "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
+           "kept": kept}
+    perturbation = plan.job.perturbation
+    return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": plan.job.image_size,
+            "perturbation": asdict(perturbation) if perturbation.active else None,
+            "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
+            "runs": [*plan.collection.get("runs", []), run]}
+
+
+def make_writers(path: Path, plan: Plan) -> list[Writer]:
+    return [FORMATS[name].writer(root, plan.job.image_size, plan.use_video, plan.job.perturbation.active)
+            for name, root in formats.layout(path, plan.formats).items()]
+
+
+def store_quality(path: Path, names: tuple[str, ...]) -> dict:
+    """Measure the written dataset (all its episodes, a resumed one's included) and store the figures with it."""
+    roots = formats.layout(path, names)
+    quality = motion_statistics(read_demonstrations(next(iter(roots.values())))[2])  # every format: one rollout
+    for name, root in roots.items():
+        FORMATS[name].write_quality(root, quality)
+    return quality
+
+
+def collect(plan: Plan) -> int:
+    try:
+        stage = staging.stage(plan.output, plan.mode)
+    except staging.StagingError as err:
+        raise BadInput(str(err)) from None
+    stop = _StopFlag()
+    attempted = kept = frames = successes = 0
+    started = time.perf_counter()
+    seeds = range(plan.start_seed, plan.start_seed + plan.max_attempts)
+    unchanged = f"{str(plan.output)!r} is as it was before this run" if plan.mode != "new" else "nothing was kept"
+    advice = f"{unchanged}; free space or choose an --output on another disk, then run the same command again"
+    try:
+        with guarded_write(stage.path, advice):
+            writers = make_writers(stage.path, plan)
+        with (contextlib.closing(rollouts(plan.job, seeds, plan.backend)) as episodes,
+              tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress,
+              parallel.KeepComplete() as stopped):
+            for episode in episodes:
+                attempted += 1
+                successes += episode.success
+                if episode.success or plan.keep_failures:
+                    with guarded_write(stage.path, advice):
+                        for writer in writers:
+                            writer.add(episode)
+                    kept += 1
+                    frames += episode.length
+                    progress.update(1)
+                progress.set_postfix(frames_per_s=f"{frames / (time.perf_counter() - started):.0f}",
+                                     tried=attempted)
+                if kept == plan.episodes or stop.raised:
+                    break
+        if kept == 0:
+            stage.discard()
+        else:
+            record = collection_record(plan, attempted, kept)
+            with guarded_write(stage.path, advice):
+                for writer in writers:
+                    writer.close(record)
+                quality = store_quality(stage.path, plan.formats)
+                for root in formats.layout(stage.path, plan.formats).values():
+                    manifest.write(root)
+                stage.commit()
+            print(format_table(quality, f"{plan.output} (all episodes)"))
+    except BaseException:
+        stage.discard()
+        raise
+    finally:
+        stop.restore()
+    elapsed = time.perf_counter() - started
+    last = plan.start_seed + attempted - 1
+    print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
+          f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.backend})"
+          + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
+    if stop.raised or stopped.reason:
+        print(f"{stopped.reason or 'interrupted'}: {kept} complete episode(s) saved"
+              + ("; continue with --resume" if kept else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if kept < plan.episodes:
+        print(f"error: only {kept} of {plan.episodes} episodes succeeded in {attempted} attempts; raise "
+              f"--max-attempts, add --action-noise, use a stronger policy, or pass --keep-failures", file=sys.stderr)
+        return EXIT_SHORT
+    return 0
