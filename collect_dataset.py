@@ -10,7 +10,7 @@
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
 deterministically; --action-noise adds Gaussian noise in [-1, 1] action units (clipped, drawn from a generator seeded
 by the episode seed) and the executed action is what is recorded, so every episode replays exactly from its seed.
---burst-noise makes recovery demonstrations (datasets_io/perturbation.py): in all but --clean-share of the episodes,
+--burst-noise makes recovery demonstrations (datasets_io/collection/perturbation.py): in all but --clean-share of the episodes,
 bursts of --burst-steps env steps execute the action plus noise; `action` records the clean demonstrator's target
 at every visited state, the executed target is stored beside it (LeRobot `action.executed`, zarr
 `data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them. --verify replays such a
@@ -22,7 +22,7 @@ Default policy: assets/policy.pt if present, else the newest checkpoint in --che
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
 included (datasets_io/verify.py).
 
-The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/staging.py): an interrupted run
+The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/collection/staging.py): an interrupted run
 (Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how to go on.
 Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a
 mismatch; 2 bad input (one line on stderr); 74 the dataset could not be written (e.g. full disk: the partial build
@@ -73,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(an absent or empty --output starts a new one)")
     parser.add_argument("--action-noise", type=float, default=CollectionRequest.action_noise, metavar="SIGMA",
                         help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic)")
-    bursts = parser.add_argument_group("recovery demonstrations (datasets_io/perturbation.py)")
+    bursts = parser.add_argument_group("recovery demonstrations (datasets_io/collection/perturbation.py)")
     bursts.add_argument("--burst-noise", type=float, metavar="SIGMA",
                         help="noise std in [-1, 1] action units executed during bursts; labels stay the clean "
                              "demonstrator's, burst frames are marked not-to-imitate (default 0: no bursts)")

@@ -35,7 +35,7 @@ Setup = Callable[[C], Callable[[T], R]]
 
 AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
 RAY_INSTALL = "pip install -r requirements-ray.txt"
-PROJECT = Path(__file__).resolve().parent
+PROJECT = Path(__file__).resolve().parents[1]  # the checkout: what a Ray job uploads as its working directory
 RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
 RAY_POLL_S, RAY_ANSWER_S = 10.0, 30.0  # while waiting, the cluster is asked every POLL s and must answer in ANSWER s
 RAY_CONNECT_S = 10.0  # how long a cluster's HOST:PORT may take to accept a connection before the run is refused

@@ -1,14 +1,12 @@
-"""Demonstration datasets from policy rollouts: the rollout record and its on-disk formats.
+"""Demonstration datasets from policy rollouts, by kind of module:
 
-- `episode`: one rollout recorded frame by frame, and its replay from (seed, actions) for verification.
-- `formats`: every format behind one writer/reader interface, and where each lives in a collection folder:
-  - `lerobot_writer` (+ `lerobot_stats`): LeRobot dataset v3.0, the layout of the HF dataset `lerobot/pusht`;
-  - `lerobot_v21`: LeRobot v2.1 (lerobot 0.3.3, openpi) with Isaac-GR00T's `meta/modality.json`;
-  - `zarr_writer`: Diffusion Policy's replay-buffer zarr (`pusht_cchi_v7_replay.zarr`);
-  - `rlds` (+ `tfrecord`): RLDS as a TFDS builder directory (OpenVLA, Octo), written without TensorFlow.
-- `dp_keypoints`: Diffusion Policy's 9 block keypoints, rebuilt from gym-pusht's drawing code.
-- `staging`: crash-safe output directories (build aside, swap in whole).
-- `verify`: replay every stored episode from its seed and actions and compare, images included.
-- `perturbation`: recovery demonstrations: noise or driver bursts executed, clean labels recorded, bursts marked.
-- `readers` (+ `statistics`): any of these formats, and the human reference, read back; motion statistics.
+- `episode`: one rollout recorded frame by frame, and its replay from (seed, actions); `dp_keypoints`: Diffusion
+  Policy's 9 block keypoints.
+- `formats/`: a writer/reader module per format behind one registry (`formats/__init__.py`): `lerobot_v30` and
+  `lerobot_v21` (with `lerobot_common` and `lerobot_stats`, what both share), `zarr_replay` (Diffusion Policy's
+  replay zarr), `rlds` (+ `tfrecord`, written without TensorFlow). Adding a format is one module and one row.
+- `collection/`: collecting a dataset: the checked request (`plan`), the workers (`collector`), recovery bursts
+  (`perturbation`), the staged output folder (`staging`) and the write loop (`run`).
+- about a written dataset: `manifest` (what was written, with checksums), `readers` (every format and the human
+  reference read back), `statistics` (motion statistics), `verify` (metadata, checksums and replay).
 """

@@ -40,7 +40,7 @@ class EpisodeData:
     action: np.ndarray  # (T, 2) float32, env units [0, 512]
     reward: np.ndarray  # (T,) float32, raw reward after action t
     is_success: np.ndarray  # (T,) bool, coverage > 0.95 after action t
-    # perturbed collections (datasets_io/perturbation.py): `action` is then the clean label
+    # perturbed collections (datasets_io/collection/perturbation.py): `action` is then the clean label
     executed: np.ndarray | None = None  # (T, 2) float32, the target actually sent
     imitate: np.ndarray | None = None  # (T,) bool, False on burst frames
 

@@ -1,5 +1,5 @@
 """Read any PushT demonstration dataset into one shape: every format this project writes (LeRobot v3.0 and v2.1,
-zarr, RLDS; datasets_io/formats.py), and Diffusion Policy replay zarrs such as the human reference
+zarr, RLDS; datasets_io/formats/), and Diffusion Policy replay zarrs such as the human reference
 (`pusht_cchi_v7_replay.zarr` layout).
 
 Every format yields, per episode, the agent position, the PD target sent (the action) and the block's 8 corner

@@ -3,7 +3,7 @@
 A TFRecord file is a sequence of records: uint64 length (little endian), the masked CRC-32C of those 8 bytes, the
 payload, the masked CRC-32C of the payload. An Example is `Features { map<string, Feature> feature = 1 }` where a
 Feature holds one of BytesList (1), FloatList (2, packed float32) or Int64List (3, packed varints). That is all the
-protobuf wire format RLDS needs, so it is encoded here by hand; `tests/test_rlds.py` and the real reader
+protobuf wire format RLDS needs, so it is encoded here by hand; `tests/datasets_io/test_formats.py` and the real reader
 (tools/check_readers.py) check it against TensorFlow's own parser.
 """
 

@@ -65,7 +65,7 @@ def test_sac_learns_to_swing_pendulum_up(tmp_path, seed):
     chance and no lucky start explains it. The policy has to swing the pendulum up and hold it: measured
     last-4 means -250, -194, -226, -127 for seeds 0-3 (first-5 means -1382, -1066, -1184, -1083). A critic that
     does not learn, an actor that does not follow it or a wrong sign anywhere stays near -1200.
-    The slow test in tests/test_learning.py checks the finished policy (20k steps, deterministic, >= -250)."""
+    The slow test in tests/training/test_learning.py checks the finished policy (20k steps, deterministic, >= -250)."""
     result = run_script("train.py", "--no-resume", *settings(
         tmp_path, seed=seed, max_env_steps=3600, episodes=1000, start_steps=1000, update_after=1000,
         hidden_dim=64, batch_size=64, num_updates=1, reward_scale=1.0, lr=2e-3, tau=0.01, log_every=100,

@@ -23,7 +23,7 @@ from protocol.policy_file import TRAIN_FORMAT, load_policy, policy_payload, save
 from protocol.pusht_eval import PROTOCOL_NAME, EpisodeRecord, summarize, wilson_interval
 from sac.actor import GaussianActor
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_policy_file(path: Path, obs_dim: int = 6, **options: float) -> Path:

@@ -20,7 +20,7 @@ from datasets_io.formats import lerobot_common, tfrecord
 from datasets_io.readers import read_demonstrations
 from datasets_io.verify import VIDEO_TOLERANCE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ALL = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]
 SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "12", "--action-noise", "0.2"]
 

@@ -29,7 +29,7 @@ from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--keep-failures", "--max-steps", "12"]  # a few short episodes keep each run well under a second
 
 

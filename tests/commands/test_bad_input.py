@@ -27,6 +27,7 @@ from datasets_io.collection import staging
 from datasets_io.formats import rlds, tfrecord
 from datasets_io.readers import Demonstration
 from env.pusht_wrapper import PushTOptions
+from imitation.report import warn_seen_starts
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
 
@@ -318,8 +319,8 @@ def test_evaluate_labels_only_pusht_runs_with_the_protocol(tmp_path: Path, capsy
 def test_the_report_warns_when_evaluation_starts_are_training_seeds(capsys) -> None:
     episodes = [Demonstration(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 8, 2)), True, seed)
                 for seed in (0, 1, 2)]
-    dataset_report.warn_seen_starts([("ours", episodes)], [1, 2, 3, 4])
+    warn_seen_starts([("ours", episodes)], [1, 2, 3, 4])
     err = capsys.readouterr().err
     assert err.startswith("warning: 2 of the 4 evaluation starts (1..2) are seeds ours was collected from")
-    dataset_report.warn_seen_starts([("ours", episodes)], [100000, 100001])
+    warn_seen_starts([("ours", episodes)], [100000, 100001])
     assert capsys.readouterr().err == ""

@@ -1,7 +1,7 @@
 """The command line as documented (--set with several pairs, a truthful progress bar, step-based checkpoints),
 file permissions, and a full disk reported as ENOSPC at a checkpoint's fsync: one error line that says so, exit 74,
 the previous checkpoint intact. Writes failing partway through a file, for every kind of output, are in
-tests/test_disk_full.py."""
+tests/common/test_disk_full.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,184 @@
+"""A dataset report (dataset_report.py's work): every dataset's motion statistics and, with imitation, the learners'
+figures over seeds, printed and written as JSON and a plot."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from common import parallel
+from common.cli import EXIT_INTERRUPTED, BadInput, check_output_file, check_writable_dir, json_with_keys
+from common.files import atomic_write_bytes, guarded_write
+from datasets_io.formats import FORMATS
+from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
+from datasets_io.statistics import format_table, motion_statistics
+from datasets_io.verify import check_metadata
+from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
+from imitation.plot import plot_scaling, plotted_here
+from imitation.training import LearnerConfig
+from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """What dataset_report.py asks for, as its flags name it; a report can be made from Python with it."""
+
+    datasets: Sequence[str]
+    imitation: bool = False
+    learner: Sequence[str] = tuple(STATE_LEARNERS)
+    seeds: int = 3
+    exec_horizon: Sequence[int] = (8, 1)
+    episodes: int = 100
+    start_seed: int = EVAL_START_SEED
+    max_frames: Sequence[int] | None = None
+    reference: Sequence[str] = ()
+    quick: bool = False
+    train_steps: int | None = None
+    workers: int = 2
+    ray: str | None = None
+    device: str = "cpu"
+    work_dir: str | None = None
+    save_learners: str | None = None
+    plot: str | None = None
+    json: str | None = None
+    overwrite: bool = False
+
+
+REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
+
+
+def validate(args: ReportRequest) -> parallel.Backend:
+    """Check every flag before any dataset is read; the backend the jobs will run on."""
+    for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
+                        ("--train-steps", args.train_steps)):
+        if value is not None and value < 1:
+            raise BadInput(f"{flag} must be >= 1, got {value}")
+    if args.quick and args.train_steps:
+        raise BadInput("--quick and --train-steps both set the budget; give one of them")
+    if args.max_frames and min(args.max_frames) < 1:
+        raise BadInput(f"--max-frames must be >= 1, got {min(args.max_frames)}")
+    horizon = LearnerConfig.horizon
+    bad = [k for k in args.exec_horizon if not 1 <= k <= horizon]
+    if bad:
+        raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learners predict {horizon}), got {bad[0]}")
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        raise BadInput(f"--device {args.device!r} is not a torch device; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BadInput("--device cuda: this machine has no CUDA device; use --device cpu")
+    if args.plot and not args.imitation:
+        raise BadInput("--plot draws the imitation figures; add --imitation")
+    check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
+                      "a report written by dataset_report.py")
+    check_output_file(args.plot, "--plot", args.overwrite, plotted_here, "a plot written by dataset_report.py")
+    outputs = (("--json", args.json and Path(args.json).parent), ("--plot", args.plot and Path(args.plot).parent),
+               ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
+    for flag, folder in outputs:
+        if folder:
+            check_writable_dir(Path(folder), flag)
+    return parallel.backend(args.workers, args.ray)
+
+
+def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
+    """The longest prefix of whole episodes with at most `budget` frames in all."""
+    totals = np.cumsum([ep.length for ep in episodes])
+    if budget > totals[-1]:
+        raise BadInput(f"--max-frames {budget} is more than the dataset's {totals[-1]} frames; collect more "
+                       f"episodes or lower the budget")
+    kept = int(np.searchsorted(totals, budget, side="right"))
+    if kept == 0:
+        raise BadInput(f"--max-frames {budget} is shorter than the first episode ({episodes[0].length} frames)")
+    return episodes[:kept]
+
+
+def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
+    """A dataset's episodes; one of ours must also have metadata that agrees with its data, which a reader trusts."""
+    try:
+        fmt, root, episodes = read_demonstrations(path, images=images)
+        collection = FORMATS[fmt].read_collection(root)
+    except DatasetFormatError as err:
+        raise BadInput(str(err)) from None
+    except (OSError, KeyError, ValueError):  # not collected here (e.g. the human reference): nothing to hold it to
+        return fmt, root, episodes
+    try:
+        problems = check_metadata(root, fmt, collection)
+    except (OSError, KeyError, ValueError) as err:
+        problems = [str(err)]
+    if problems:
+        raise BadInput(f"{str(root)!r}: {problems[0]}; the metadata disagrees with the data (see collect_dataset.py "
+                       f"--verify {str(root)!r}): re-collect it or restore it from a copy")
+    return fmt, root, episodes
+
+
+def warn_seen_starts(parts: list[tuple[str, list[Demonstration]]], seeds: list[int]) -> None:
+    """A learner evaluated on the starts its dataset was collected from is judged on what it trained on: say so."""
+    for label, episodes in dict(parts).items():
+        seen = sorted(set(seeds) & {ep.seed for ep in episodes if ep.seed is not None})
+        if seen:
+            print(f"warning: {len(seen)} of the {len(seeds)} evaluation starts ({seen[0]}..{seen[-1]}) are seeds "
+                  f"{label} was collected from: its learners are judged partly on starts they trained on; use the "
+                  f"default --start-seed {EVAL_START_SEED}", file=sys.stderr)
+
+
+def report(args: ReportRequest) -> int:
+    started = time.perf_counter()
+    backend = validate(args)
+    # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
+    parts: list[tuple[str, list[Demonstration]]] = []
+    result: dict = {"datasets": []}
+    for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
+        fmt, root, episodes = load(path, images="image" in args.learner and args.imitation)
+        budgets = [None] if is_reference or not args.max_frames else sorted(set(args.max_frames))
+        for budget in budgets:
+            used = episodes if budget is None else first_frames(episodes, budget)
+            statistics = motion_statistics(used)
+            print(format_table(statistics, f"{root} ({fmt})" + (f", budget {budget} frames" if budget else "")))
+            result["datasets"].append({"dataset": str(root), "format": fmt, "max_frames": budget,
+                                       "reference": is_reference, "statistics": statistics})
+            parts.append((str(root), used))
+    if args.imitation:
+        seeds = [args.start_seed + i for i in range(args.episodes)]
+        warn_seen_starts(parts, seeds)
+        jobs = [(Job(label, sum(ep.length for ep in used), learner, seed), used)
+                for label, used in parts for learner in args.learner for seed in range(args.seeds)]
+        # the costliest learners first, so the last job to finish is a short one
+        order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
+        overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {}),
+                     **({QUICK: True} if args.quick else {})}
+        store = JobStore(Path(args.work_dir) if args.work_dir else None)
+        save_to = Path(args.save_learners) if args.save_learners else None
+        try:
+            results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, backend, overrides, store, save_to)
+        except parallel.Stopped as err:
+            kept = (f"the finished jobs are kept in {args.work_dir}; run the same command to go on" if args.work_dir
+                    else "pass --work-dir to keep finished jobs")
+            print(f"{err}: {kept}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        rows = aggregate(results)
+        result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,
+                               "summary": rows, "runs": results}
+        print(f"imitation, {PROTOCOL_NAME}, {args.episodes} starts from seed {args.start_seed}:")
+        for label, frames in dict.fromkeys((r["dataset"], r["frames"]) for r in rows):
+            print(f"{label}, {frames} frames:")
+            for row in rows:
+                if (row["dataset"], row["frames"]) == (label, frames):
+                    print("  " + format_row(row))
+        if args.plot:
+            with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
+                plot_scaling(rows, args.plot, f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
+            print(f"wrote {args.plot}")
+    result["seconds"] = time.perf_counter() - started
+    if args.json:
+        with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
+            atomic_write_bytes(args.json, (json.dumps(result, indent=2) + "\n").encode())
+        print(f"wrote {args.json}")
+    print(f"report took {result['seconds']:.0f} s")
+    return 0
