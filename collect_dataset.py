@@ -10,9 +10,9 @@
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
 deterministically; --action-noise adds Gaussian noise in [-1, 1] action units (clipped, drawn from a generator seeded
 by the episode seed) and the executed action is what is recorded, so every episode replays exactly from its seed.
---burst-noise makes recovery demonstrations (datasets_io/collection/perturbation.py): in all but --clean-share of the episodes,
-bursts of --burst-steps env steps execute the action plus noise; `action` records the clean demonstrator's target
-at every visited state, the executed target is stored beside it (LeRobot `action.executed`, zarr
+--burst-noise makes recovery demonstrations (datasets_io/collection/perturbation.py): in all but --clean-share of
+the episodes, bursts of --burst-steps env steps execute the action plus noise; `action` records the clean
+demonstrator's target at every visited state, the executed target is stored beside it (LeRobot `action.executed`, zarr
 `data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them. --verify replays such a
 dataset from its executed targets and recomputes every label with the demonstrator that collected it (or --checkpoint).
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
@@ -22,8 +22,9 @@ Default policy: assets/policy.pt if present, else the newest checkpoint in --che
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
 included (datasets_io/verify.py).
 
-The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/collection/staging.py): an interrupted run
-(Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how to go on.
+The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/collection/staging.py): an
+interrupted run (Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how
+to go on.
 Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a
 mismatch; 2 bad input (one line on stderr); 74 the dataset could not be written (e.g. full disk: the partial build
 is removed, DIR is as it was); 130 interrupted (complete episodes saved; continue with --resume).

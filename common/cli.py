@@ -78,9 +78,10 @@ def json_with_keys(*keys: str) -> Callable[[Path], bool]:
     return test
 
 
-def check_writable_dir(directory: Path, option: str) -> None:
-    """Create `directory` and prove a file can be written there, before any episode runs."""
+def check_writable_dir(directory: Path, option: str) -> list[Path]:
+    """Create `directory` and prove a file can be written there, before any episode runs; the folders created (for
+    `remove_created_dirs` when the run is refused later)."""
     try:
-        ensure_writable_dir(directory)
+        return ensure_writable_dir(directory)
     except OSError as err:
         raise BadInput(f"{err} (for {option}); choose a writable path") from None

@@ -15,7 +15,7 @@ import torch
 
 from common import parallel
 from common.cli import EXIT_INTERRUPTED, BadInput, check_output_file, check_writable_dir, json_with_keys
-from common.files import atomic_write_bytes, guarded_write
+from common.files import atomic_write_bytes, guarded_write, remove_created_dirs
 from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
@@ -54,7 +54,7 @@ class ReportRequest:
 REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
 
 
-def validate(args: ReportRequest) -> parallel.Backend:
+def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
     """Check every flag before any dataset is read; the backend the jobs will run on."""
     for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
                         ("--train-steps", args.train_steps)):
@@ -83,7 +83,7 @@ def validate(args: ReportRequest) -> parallel.Backend:
                ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
     for flag, folder in outputs:
         if folder:
-            check_writable_dir(Path(folder), flag)
+            created += check_writable_dir(Path(folder), flag)
     return parallel.backend(args.workers, args.ray)
 
 
@@ -129,8 +129,19 @@ def warn_seen_starts(parts: list[tuple[str, list[Demonstration]]], seeds: list[i
 
 
 def report(args: ReportRequest) -> int:
+    """The report as asked (see dataset_report.py); a refused one (bad input, a cluster out of reach) removes the
+    output folders it made."""
+    created: list[Path] = []
+    try:
+        return _report(args, created)
+    except BadInput:
+        remove_created_dirs(created)
+        raise
+
+
+def _report(args: ReportRequest, created: list[Path]) -> int:
     started = time.perf_counter()
-    backend = validate(args)
+    backend = validate(args, created)
     # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
     parts: list[tuple[str, list[Demonstration]]] = []
     result: dict = {"datasets": []}

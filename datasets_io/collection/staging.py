@@ -15,6 +15,7 @@ carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of th
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -95,6 +96,7 @@ class Staging:
     final: Path
     path: Path
     _lock_fd: int
+    created: list[Path]  # the folders above `final` this run made: removed again if nothing is kept
 
     def commit(self) -> None:
         (self.path / COMPLETE_NAME).touch()
@@ -113,6 +115,9 @@ class Staging:
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
         os.close(self._lock_fd)
+        for folder in reversed(self.created):
+            with contextlib.suppress(OSError):  # only while still empty
+                folder.rmdir()
 
 
 def _link_tree(source: Path, target: Path) -> None:
@@ -156,6 +161,7 @@ def stage(final: Path, mode: str) -> Staging:
         raise StagingError(f"{str(old_path(final))!r} is in the way (the swap that saves {str(final)!r} needs the "
                            f"name) and was not made by collect_dataset.py; move it or choose another --output")
     partial = partial_path(final)
+    created = [folder for folder in reversed(final.parents) if not folder.exists()]
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir()
@@ -168,4 +174,4 @@ def stage(final: Path, mode: str) -> Staging:
         _link_tree(final, partial)
     if is_empty_dir(final):
         final.rmdir()  # an empty target counts as absent; the swap needs the name free
-    return Staging(final, partial, fd)
+    return Staging(final, partial, fd, created)

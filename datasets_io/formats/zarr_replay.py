@@ -9,8 +9,8 @@
                        definition; frame 0 has 0)
     meta/episode_ends  (E,) int64, cumulative: episode e is frames [ends[e-1], ends[e])
 
-Perturbed collections (datasets_io/collection/perturbation.py) add data/executed_action (N, 2) float32, the target sent where
-data/action is the clean label, and data/imitate (N,) bool, False on frames a learner should not imitate.
+Perturbed collections (datasets_io/collection/perturbation.py) add data/executed_action (N, 2) float32, the target
+sent where data/action is the clean label, and data/imitate (N,) bool, False on frames a learner should not imitate.
 This project adds meta/episode_seed (E,) int64, meta/episode_success (E,) bool, meta/episode_max_coverage (E,)
 float32 and the root attribute "collection" (how the episodes were collected); DP's ReplayBuffer ignores them.
 Arrays grow by append. zarr 2's DirectoryStore writes every chunk and .zarray by temporary file + rename, so

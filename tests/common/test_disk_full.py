@@ -7,9 +7,9 @@ small filesystem (which needs privileges most machines and CI runners refuse): t
 fails in the middle of a file after earlier writes succeeded, and so is everything the scripts must do about it
 (report one line, exit 74, remove the partial file, leave the previous output intact). The message says "the disk
 is full" only for ENOSPC, so these tests assert the file named, the exit code and the files afterwards; the ENOSPC
-wording is checked in tests/training/test_cli_and_disk.py with a failing fsync. A process the scripts start (ffmpeg) gets the
-limit too, with SIGXFSZ back at its default (Python's subprocess restores it), so it is killed where it would have
-failed with ENOSPC: either way it did not finish its file.
+wording is checked in tests/training/test_cli_and_disk.py with a failing fsync. A process the scripts start (ffmpeg)
+gets the limit too, with SIGXFSZ back at its default (Python's subprocess restores it), so it is killed where it
+would have failed with ENOSPC: either way it did not finish its file.
 """
 
 from __future__ import annotations

@@ -136,12 +136,19 @@ def judge_args(data: Path, *more: str) -> list[str]:
             "--exec-horizon", "8", *more]
 
 
+def refused_args(script: str, tmp_path: Path, request) -> list[str]:
+    """Outputs in folders that do not exist yet: a refused run must not leave them behind, empty."""
+    if script == "collect_dataset.py":
+        return [*SMALL, "--episodes", "2", "--output", str(tmp_path / "new" / "ds")]
+    return judge_args(request.getfixturevalue("judge_data"), "--json", str(tmp_path / "out" / "report.json"),
+                      "--work-dir", str(tmp_path / "jobs" / "w"))
+
+
 @needs_ray
 @pytest.mark.parametrize("script", ["collect_dataset.py", "dataset_report.py"])
 def test_an_address_nobody_listens_on_is_one_line_and_exit_2(script: str, tmp_path: Path, request) -> None:
     address = f"127.0.0.1:{free_port()}"
-    argv = [*SMALL, "--episodes", "2", "--output", str(tmp_path / "ds")] if script == "collect_dataset.py" else \
-        judge_args(request.getfixturevalue("judge_data"), "--json", str(tmp_path / "report.json"))
+    argv = refused_args(script, tmp_path, request)
     before = tree(tmp_path)
     started = time.monotonic()
     result = run_script(script, *argv, "--workers", "2", "--ray", address, timeout=120)
@@ -149,7 +156,7 @@ def test_an_address_nobody_listens_on_is_one_line_and_exit_2(script: str, tmp_pa
     assert result.stderr.splitlines() == [
         f"error: cannot reach a Ray cluster at {address} (Connection refused); start one with `ray start --head` or "
         f"fix --ray (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"]
-    assert tree(tmp_path) == before  # no dataset, no DIR.partial, no report
+    assert tree(tmp_path) == before  # no dataset, no DIR.partial, no report, no empty folder
     assert time.monotonic() - started < 60  # refused, not left waiting on Ray's own retries
 
 
@@ -161,8 +168,7 @@ def test_more_workers_than_the_cluster_has_cpus_is_one_line_and_exit_2(script: s
     import dataset_report
 
     monkeypatch.setattr(parallel, "RAY_RESERVE_S", 2.0)  # the README's 60 s, shortened for the test
-    argv = [*SMALL, "--episodes", "2", "--output", str(tmp_path / "ds")] if script == "collect_dataset.py" else \
-        judge_args(request.getfixturevalue("judge_data"), "--json", str(tmp_path / "report.json"))
+    argv = refused_args(script, tmp_path, request)
     before = tree(tmp_path)
     main = collect_dataset.main if script == "collect_dataset.py" else dataset_report.main
     assert main([*argv, "--workers", "3", "--ray", ray_address]) == 2
