@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +43,54 @@ def collect_tiny(out: Path, max_steps: int, *formats: str) -> Path:
                         "--max-steps", str(max_steps), "--format", *formats, "--output", str(out))
     assert result.returncode == 0, result.stderr
     return out
+
+
+class Training:
+    """train.py in the background, its stderr (where the progress bar goes) read as it comes."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while chunk := os.read(self.process.stderr.fileno(), 65536):
+            self.chunks.append(chunk)
+
+    def stderr(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def wait_for_step(self, step: int, total: str, timeout: float = 120) -> None:
+        """Until the progress bar (`N/total` env steps, drawn after the signal handlers are installed) passes
+        `step`."""
+        deadline = time.time() + timeout
+        while max((int(n) for n in re.findall(rf"(\d+)/{total}\b", self.stderr())), default=-1) < step:
+            assert self.process.poll() is None, f"train.py ended early: {self.stderr()[-3000:]}"
+            assert time.time() < deadline, f"no progress to step {step}: {self.stderr()[-3000:]}"
+            time.sleep(0.02)
+
+    def finish(self, timeout: float = 60) -> tuple[int, str]:
+        code = self.process.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code, self.stderr()
+
+
+ALL_FORMATS = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]
+
+
+def collect_all_formats(tmp_path_factory: pytest.TempPathFactory, name: str, *argv: str) -> Path:
+    """One collection in all four formats, from one run of collect_dataset.py (a module fixture's dataset)."""
+    import collect_dataset
+
+    root = tmp_path_factory.mktemp(name) / "ds"
+    assert collect_dataset.main([*argv, "--output", str(root), "--format", *ALL_FORMATS]) == 0
+    return root
+
+
+@pytest.fixture
+def copy(collection: Path, tmp_path: Path) -> Path:
+    """A private copy of the module's `collection`, to damage or edit."""
+    return Path(shutil.copytree(collection, tmp_path / "ds"))

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
+from conftest import collect_all_formats
 
 import collect_dataset
 import dataset_report
@@ -58,14 +59,7 @@ def one_error(err: str) -> str:
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two short episodes in all four formats, from one run."""
-    root = tmp_path_factory.mktemp("bad_input") / "ds"
-    assert collect_dataset.main([*SHORT, "--episodes", "2", "--output", str(root), "--format", *ALL]) == 0
-    return root
-
-
-@pytest.fixture
-def copy(collection: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(collection, tmp_path / "ds"))
+    return collect_all_formats(tmp_path_factory, "bad_input", *[*SHORT, "--episodes", "2"])
 
 
 # ---- --overwrite replaces only what collect_dataset.py wrote -----------------------------------------------------

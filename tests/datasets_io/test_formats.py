@@ -4,7 +4,6 @@ the images, damaged files of any format give one clear line, and the real reader
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from conftest import collect_all_formats
 
 import collect_dataset
 import dataset_report
@@ -34,15 +34,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three short episodes in all four formats, from one run."""
-    root = tmp_path_factory.mktemp("formats") / "ds"
-    assert collect_dataset.main([*SHORT, "--episodes", "3", "--output", str(root), "--format", *ALL]) == 0
-    return root
-
-
-@pytest.fixture
-def copy(collection: Path, tmp_path: Path) -> Path:
-    """A private copy of the collection, to damage."""
-    return Path(shutil.copytree(collection, tmp_path / "ds"))
+    return collect_all_formats(tmp_path_factory, "formats", *[*SHORT, "--episodes", "3"])
 
 
 def test_every_format_reads_back_the_same_rollouts(collection: Path) -> None:

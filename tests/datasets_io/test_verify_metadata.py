@@ -4,7 +4,6 @@ perturbed one without video) is consistent; each edit of the metadata is named w
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zarr
+from conftest import collect_all_formats
 
 import collect_dataset
 from datasets_io.formats import FORMATS
@@ -31,15 +31,7 @@ def problems(root: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two 20-step episodes at 64 px in all four formats, from one run."""
-    root = tmp_path_factory.mktemp("metadata") / "ds"
-    assert collect_dataset.main([*TINY, "--episodes", "2", "--output", str(root), "--format", *ALL]) == 0
-    return root
-
-
-@pytest.fixture
-def copy(collection: Path, tmp_path: Path) -> Path:
-    """A private copy of the collection, to edit."""
-    return Path(shutil.copytree(collection, tmp_path / "ds"))
+    return collect_all_formats(tmp_path_factory, "metadata", *[*TINY, "--episodes", "2"])
 
 
 def test_a_fresh_dump_is_consistent_in_every_format(collection: Path) -> None:

@@ -5,12 +5,11 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import torch
-from conftest import REPO, run_script
+from conftest import REPO, Training, run_script
 
 from common.files import atomic_save, load_file
 from protocol.checkpoints import list_checkpoints, load_latest
@@ -60,39 +59,6 @@ def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_pat
     for key in ("obs", "action", "reward", "next_obs", "terminated"):
         assert torch.equal(a["buffer"][key], b["buffer"][key]), f"buffer {key} differs"
     assert (a["updates"], a["episode"]) == (b["updates"], b["episode"])
-
-
-class Training:
-    """train.py in the background, its stderr (where the progress bar goes) read as it comes."""
-
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.chunks: list[bytes] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while chunk := os.read(self.process.stderr.fileno(), 65536):
-            self.chunks.append(chunk)
-
-    def stderr(self) -> str:
-        return b"".join(self.chunks).decode(errors="replace")
-
-    def wait_for_step(self, step: int, total: str, timeout: float = 120) -> None:
-        """Until the progress bar (`N/total` env steps, drawn after the signal handlers are installed) passes
-        `step`."""
-        deadline = time.time() + timeout
-        while max((int(n) for n in re.findall(rf"(\d+)/{total}\b", self.stderr())), default=-1) < step:
-            assert self.process.poll() is None, f"train.py ended early: {self.stderr()[-3000:]}"
-            assert time.time() < deadline, f"no progress to step {step}: {self.stderr()[-3000:]}"
-            time.sleep(0.02)
-
-    def finish(self, timeout: float = 60) -> tuple[int, str]:
-        code = self.process.wait(timeout=timeout)
-        self.reader.join(timeout=10)
-        return code, self.stderr()
 
 
 def test_sigterm_saves_a_checkpoint_at_the_step_it_reports_and_exits_130(tmp_path):

@@ -5,18 +5,14 @@ checkpoint at the step it reports."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import signal
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, run_script
+from conftest import Training, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import load_file
@@ -113,39 +109,6 @@ def test_resuming_with_another_structural_key_is_refused_and_changes_nothing(tra
 
 
 # ---- Ctrl-C -------------------------------------------------------------------------------------------------
-
-class Training:
-    """train.py in the background, its stderr (where the progress bar goes) read as it comes."""
-
-    def __init__(self, *args: str) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.chunks: list[bytes] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while chunk := os.read(self.process.stderr.fileno(), 65536):
-            self.chunks.append(chunk)
-
-    def stderr(self) -> str:
-        return b"".join(self.chunks).decode(errors="replace")
-
-    def wait_for_step(self, step: int, total: str, timeout: float = 120) -> None:
-        """Until the progress bar (`N/total` env steps, drawn after the signal handlers are installed) passes
-        `step`."""
-        deadline = time.time() + timeout
-        while max((int(n) for n in re.findall(rf"(\d+)/{total}\b", self.stderr())), default=-1) < step:
-            assert self.process.poll() is None, f"train.py ended early: {self.stderr()[-3000:]}"
-            assert time.time() < deadline, f"no progress to step {step}: {self.stderr()[-3000:]}"
-            time.sleep(0.02)
-
-    def finish(self, timeout: float = 60) -> tuple[int, str]:
-        code = self.process.wait(timeout=timeout)
-        self.reader.join(timeout=10)
-        return code, self.stderr()
-
 
 def interrupted_at(stderr: str) -> int:
     """N from train.py's `interrupted at env step N; saved PATH` line."""
