@@ -38,7 +38,8 @@ def main() -> None:
         config = dataclasses.replace(fast, episodes=10**6, max_env_steps=total, start_steps=args.random_steps,
                                      update_after=args.random_steps, eval_every=0, checkpoint_every=10**6,
                                      checkpoint_dir=f"{tmp}/ckpt", log_dir=f"{tmp}/logs", threads=args.threads,
-                                     layer_norm=False, bf16=args.bf16, compile=args.compile)  # SB3: no LayerNorm
+                                     sac=dataclasses.replace(fast.sac, layer_norm=False,  # SB3: no LayerNorm
+                                                             bf16=args.bf16, compile=args.compile))
         trainer = Trainer(config)
         start = time.perf_counter()
         trainer.train(resume=False)
