@@ -162,6 +162,16 @@ def validate(request: EvaluationRequest) -> None:
         raise BadInput("--checkpoint and --policy random exclude each other; drop one")
 
 
+def check_media(request: EvaluationRequest) -> None:
+    """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite."""
+    seeds = range(request.start_seed, request.start_seed + min(request.videos, request.episodes))
+    videos = [Path(request.video_dir) / video_name(seed, success) for seed in seeds for success in (True, False)]
+    found = [path for path in [*videos, *([Path(request.gif)] if request.gif else [])] if path.exists()]
+    if found and not request.overwrite:
+        raise BadInput(f"{str(found[0])!r} already exists; pass --overwrite to replace the videos and GIF of this run, "
+                       f"or choose another --video-dir / --gif")
+
+
 def check_output_dirs(request: EvaluationRequest) -> None:
     """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind."""
     check_writable_dir(Path(request.output).parent, "--output")
@@ -194,6 +204,7 @@ def evaluate(request: EvaluationRequest) -> dict:
     validate(request)
     check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
                       "a metrics JSON written by evaluate.py")
+    check_media(request)
     policy, _ = load_checked_policy(request)
     check_output_dirs(request)
     env_id, env_options = env_spec(policy)

@@ -177,3 +177,18 @@ def test_refuses_to_overwrite_without_flag(tmp_path: Path, capsys: pytest.Captur
     assert code == 0
     result = json.loads(output.read_text())
     assert result["policy"] == "random" and result["checkpoint"] is None and len(result["episodes"]) == 1
+
+
+def test_existing_videos_are_replaced_only_with_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "seed100000_fail.mp4").write_bytes(b"an earlier run's video")
+    argv = ["--policy", "random", "--episodes", "1", "--videos", "1", "--video-dir", str(videos), "--output",
+            str(tmp_path / "eval.json")]
+    code, err = run_main(argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and "seed100000_fail.mp4' already exists" in err and "--overwrite" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["videos"]
+    assert (videos / "seed100000_fail.mp4").read_bytes() == b"an earlier run's video"
+    code, _ = run_main([*argv, "--overwrite"], capsys)
+    assert code == 0 and [p.name for p in videos.iterdir()] == ["seed100000_fail.mp4"]
+    assert (videos / "seed100000_fail.mp4").read_bytes() != b"an earlier run's video"
