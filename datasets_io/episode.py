@@ -16,7 +16,7 @@ import gymnasium as gym
 import imageio.v3 as iio
 import numpy as np
 
-from datasets_io.formats import lerobot_stats
+from datasets_io import lerobot_stats
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
 from protocol.pusht_eval import Policy, run_episode
 

@@ -34,9 +34,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.files import atomic_write_bytes
+from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
 from datasets_io.formats import lerobot_common as shared
-from datasets_io.formats import lerobot_stats
 from datasets_io.formats.lerobot_common import INFO_PATH
 
 CODEBASE_VERSION = "v2.1"

@@ -39,8 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
-from datasets_io.formats import lerobot_stats
 from datasets_io.formats.lerobot_common import (
     EXECUTED_KEY,
     IMAGE_KEY,

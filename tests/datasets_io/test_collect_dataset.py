@@ -20,11 +20,11 @@ import torch
 import zarr
 
 import collect_dataset
+from datasets_io import lerobot_stats
 from datasets_io.collection import staging
 from datasets_io.collection.collector import Job, worker_collector
 from datasets_io.dp_keypoints import dp_keypoints, local_keypoints
 from datasets_io.episode import TASK
-from datasets_io.formats import lerobot_stats
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
