@@ -72,6 +72,13 @@ class Training:
             assert time.time() < deadline, f"no progress to step {step}: {self.stderr()[-3000:]}"
             time.sleep(0.02)
 
+    def __enter__(self) -> Training:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process.poll() is None:  # a failed assertion: do not leave the run behind
+            self.process.kill()
+
     def finish(self, timeout: float = 60) -> tuple[int, str]:
         code = self.process.wait(timeout=timeout)
         self.reader.join(timeout=10)

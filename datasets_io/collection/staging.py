@@ -15,7 +15,6 @@ carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of th
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import shutil
@@ -23,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.files import remove_created_dirs
 from datasets_io.manifest import MARKER_PREFIX
 
 LOCK_NAME = MARKER_PREFIX + "lock"
@@ -115,9 +115,7 @@ class Staging:
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
         os.close(self._lock_fd)
-        for folder in reversed(self.created):
-            with contextlib.suppress(OSError):  # only while still empty
-                folder.rmdir()
+        remove_created_dirs(self.created)
 
 
 def _link_tree(source: Path, target: Path) -> None:

@@ -70,15 +70,11 @@ def test_sigterm_saves_a_checkpoint_at_the_step_it_reports_and_exits_130(tmp_pat
     old = tmp_path / "ckpt" / "ckpt_0000000200.pt"
     before = old.read_bytes()
 
-    training = Training(*args_for(tmp_path, 100_000, **pendulum))
-    try:
+    with Training(*args_for(tmp_path, 100_000, **pendulum)) as training:
         training.wait_for_step(400, "100k")  # resumed at 200 and one more episode done
         assert list_checkpoints(tmp_path / "ckpt") == [old]  # the newest step saved when the signal is sent: 200
         training.process.send_signal(signal.SIGTERM)
         code, stderr = training.finish()
-    finally:
-        if training.process.poll() is None:
-            training.process.kill()
     assert code == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     (step,) = (int(n) for n in re.findall(r"^interrupted at env step (\d+); saved .*resume", stderr, flags=re.M))

@@ -119,17 +119,13 @@ def interrupted_at(stderr: str) -> int:
 def test_ctrl_c_saves_a_checkpoint_at_the_step_it_reports_and_exits_130(tmp_path):
     """No periodic checkpoint is due (checkpoint_every is 1000 episodes), so a checkpoint exists only if the
     SIGINT handler saved it."""
-    training = Training("--no-resume", *settings(
+    with Training("--no-resume", *settings(
         tmp_path, max_env_steps=100_000, episodes=10_000, start_steps=100, update_after=100, batch_size=32,
-        hidden_dim=32, buffer_size=5000, log_every=50, checkpoint_every=1000))
-    try:
+        hidden_dim=32, buffer_size=5000, log_every=50, checkpoint_every=1000)) as training:
         training.wait_for_step(200, "100k")  # one episode done: training is under way, the handler installed
         assert list_checkpoints(tmp_path / "ckpt") == []
         training.process.send_signal(signal.SIGINT)
         code, stderr = training.finish()
-    finally:
-        if training.process.poll() is None:
-            training.process.kill()
     assert code == 130, stderr[-3000:]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     step = interrupted_at(stderr)
