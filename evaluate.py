@@ -1,10 +1,12 @@
 """Evaluate a policy with the pusht-eval-v1 protocol (docs/protocol.md): a metrics JSON, mp4 videos, a GIF.
 
-    python evaluate.py [--checkpoint PATH | --policy random] [--episodes 50] [--start-seed 100000]
-                       [--videos 10] [--video-dir videos] [--gif PATH] [--output eval.json] [--overwrite]
-                       [--workers 1]
+    python evaluate.py [--checkpoint PATH | --policy random | --controller MODULE:FACTORY [--controller-arg K=V ...]]
+                       [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos] [--gif PATH]
+                       [--output eval.json] [--overwrite] [--workers 1]
 
-Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used.
+Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used. --controller runs any
+policy with the downstream interface (a user's model, a LeRobot checkpoint through protocol.lerobot_policy:load, a
+learner saved by dataset_report.py through imitation.controller:load) on the same starts.
 Exit codes: 0 done, 2 bad input (one line on stderr), 74 an output file could not be written (e.g. full disk;
 nothing torn is left), 130 interrupted (nothing written).
 """
@@ -37,12 +39,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     parser.add_argument("--workers", type=int, default=EvaluationRequest.workers,
                         help="processes running episodes in parallel")
+    parser.add_argument("--controller", metavar="MODULE:FACTORY",
+                        help="evaluate the controller FACTORY(**args) returns (reset(), __call__(observation) -> "
+                             "x, y target in env pixels) instead of a checkpoint; MODULE is importable from here or "
+                             "a .py file (see protocol/controllers.py and the README)")
+    parser.add_argument("--controller-arg", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="keywords for the factory; values are Python literals where they parse")
+    parser.add_argument("--image-size", type=int, default=EvaluationRequest.image_size,
+                        help="side of the controller's pixels observation (default %(default)s, as the datasets)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = vars(parse_args(argv))
     request = EvaluationRequest(**{f.name: args[f.name] for f in fields(EvaluationRequest)})
+
     def body() -> int:
         evaluate(request)
         return 0

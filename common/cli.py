@@ -26,6 +26,12 @@ class BadInput(Exception):
     """A problem with the command line or its files, phrased as one line that says what to do."""
 
 
+def first_line(err: BaseException) -> str:
+    """An exception's message cut to its first line (its type where it has none): third-party errors run long."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def run_command(body: Callable[[], int], interrupted: str) -> int:
     """A script's body under the contract: bad input, a failed write and Ctrl-C each become one stderr line
     (`interrupted` for Ctrl-C) and their exit code."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -154,3 +155,9 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dic
     if not isinstance(data, dict) or "format" not in data:
         raise NotACheckpointError(f"{str(path)!r} is not a pusht_sac checkpoint or policy file")
     return data
+
+
+def sha256_file(path: str | Path) -> str:
+    """A file's SHA-256, read in blocks: what manifests and evaluation records identify files by."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -9,24 +9,27 @@ once per worker, not once per item. Only this module imports Ray, and only when 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
+import pickle
 import queue
 import signal
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
-from common.cli import BadInput
+from common.cli import BadInput, first_line
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -108,48 +111,113 @@ def imap(setup: Setup, context: Any, items: Iterable[T], backend: Backend, name:
         runner.close(list(pending))
 
 
-_prepared: tuple[object, Callable] | None = None  # this worker process's (context id, setup(context))
+_prepared: tuple[object, Callable] | None = None  # a Ray worker process's (context id, setup(context))
 
 
-def _start_process(setup: Setup, context: Any) -> None:
-    global _prepared
+def _serve(connection: Connection, setup: Setup, context: Any) -> None:
+    """One local worker process: prepare once, then answer each item on the pipe in turn until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and keeps what is complete
-    _prepared = (None, setup(context))
+    try:
+        run, failure = setup(context), None
+    except Exception as err:  # told to the driver with the first item, which names it
+        run, failure = None, err
+    while True:
+        try:
+            item = connection.recv()
+        except EOFError:  # the driver is gone
+            return
+        if item is _STOP:
+            return
+        try:
+            if failure is not None:
+                raise failure
+            answer = (True, run(item))
+        except Exception as err:
+            answer = (False, _portable(err))
+        connection.send(answer)
 
 
-def _run_prepared(item: Any) -> Any:
-    return _prepared[1](item)
+def _portable(err: Exception) -> tuple[str, Exception | None]:
+    """A task's failure as the driver receives it: its line, and the exception itself where it survives pickling
+    (so the caller can still tell, say, a failed write from a failed task)."""
+    line = f"{type(err).__name__}: {err}"
+    try:
+        return line, pickle.loads(pickle.dumps(err))
+    except Exception:
+        return line, None
+
+
+_STOP = None  # what the driver sends a worker to end it; items are never None
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    connection: Connection
+    tickets: collections.deque[int]  # the items it holds, oldest first: it answers in that order
 
 
 class _Processes:
-    """A local pool of spawned processes: fresh interpreters, so no worker inherits the driver's threads or state."""
+    """Spawned local processes (fresh interpreters, so none inherits the driver's threads or state), one pipe each,
+    driven from the caller's thread alone. ProcessPoolExecutor reads results in a thread of its own, which waits
+    forever (and holds the interpreter's exit) on a result a worker was ended halfway through sending."""
 
     def __init__(self, setup: Setup, context: Any, workers: int) -> None:
-        self.pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _start_process,
-                                        (setup, context))
+        spawn = multiprocessing.get_context("spawn")
+        self.workers: list[_Worker] = []
+        for _ in range(workers):
+            ours, theirs = spawn.Pipe()
+            process = spawn.Process(target=_serve, args=(theirs, setup, context), daemon=True)
+            process.start()
+            theirs.close()  # the worker holds the only other end: its death ends our reads
+            self.workers.append(_Worker(process, ours, collections.deque()))
+        self.tickets = itertools.count()
 
-    def submit(self, item: Any) -> Future:
-        return self.pool.submit(_run_prepared, item)
+    def _holder(self, ticket: int) -> _Worker:
+        return next(worker for worker in self.workers if ticket in worker.tickets)
 
-    def first_done(self, pending: dict[Future, Any]) -> Future:
-        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-        return next(future for future in pending if future in done)
-
-    def result(self, future: Future, name: str) -> Any:
+    def submit(self, item: Any) -> int:
+        worker = min(self.workers, key=lambda each: len(each.tickets))
+        ticket = next(self.tickets)
         try:
-            return future.result()
-        except BrokenProcessPool:
+            worker.connection.send(item)
+        except OSError:
             raise Stopped("a worker process died (killed, or out of memory)") from None
-        except Exception as err:
-            raise Stopped(f"{name} failed: {type(err).__name__}: {err}") from err
+        worker.tickets.append(ticket)
+        return ticket
 
-    def close(self, pending: list[Future]) -> None:
-        # ProcessPoolExecutor cannot stop a running call (before Python 3.14's terminate_workers): when work is
-        # left over, end the workers rather than wait for results nobody will read
-        processes = list((self.pool._processes or {}).values()) if pending else []
-        self.pool.shutdown(wait=not pending, cancel_futures=True)
-        for process in processes:
-            process.terminate()
+    def first_done(self, pending: dict[int, Any]) -> int:
+        # a worker that answered, or died (its read then says so)
+        busy = {handle: worker for worker in self.workers if worker.tickets
+                for handle in (worker.connection, worker.process.sentinel)}
+        ready = multiprocessing.connection.wait(list(busy))
+        return busy[ready[0]].tickets[0]
+
+    def result(self, ticket: int, name: str) -> Any:
+        worker = self._holder(ticket)
+        assert worker.tickets[0] == ticket, "a worker answers its items in order"
+        try:
+            ok, value = worker.connection.recv()
+        except (EOFError, OSError):
+            raise Stopped("a worker process died (killed, or out of memory)") from None
+        worker.tickets.popleft()
+        if not ok:
+            line, cause = value
+            raise Stopped(f"{name} failed: {line}") from cause
+        return value
+
+    def close(self, pending: list[int]) -> None:
+        # a worker cannot stop a running item: with work left over, end the workers rather than wait for results
+        # nobody will read; otherwise let each finish and leave
+        for worker in self.workers:
+            if pending:
+                worker.process.terminate()
+            else:
+                with contextlib.suppress(OSError):
+                    worker.connection.send(_STOP)
+        for worker in self.workers:
+            worker.process.join()
+            worker.connection.close()
 
 
 def _ray_run(setup: Setup, box: list, item: Any) -> Any:
@@ -281,8 +349,7 @@ class _Ray:
             raise Stopped(f"{name} failed twice: {type(cause).__name__}: {cause}") from None
         except (errors.RayError, ConnectionError) as err:
             self.lost = True
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise Stopped(f"the Ray workers or cluster were lost ({reason})") from None
+            raise Stopped(f"the Ray workers or cluster were lost ({first_line(err)})") from None
 
     def close(self, pending: list) -> None:
         from ray.util.placement_group import remove_placement_group

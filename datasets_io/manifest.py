@@ -8,12 +8,11 @@ replay proves the physics, not that a last frame's action was never edited.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
-from common.files import atomic_write_bytes
+from common.files import atomic_write_bytes, sha256_file
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"
@@ -23,11 +22,6 @@ MARKER_PREFIX = ".collect_"  # collection/staging.py's markers (a lock, a swap's
 def ignored(name: str) -> bool:
     """Whether a top-level entry is the manifest itself or a staging marker."""
     return name == MANIFEST_NAME or name.startswith(MARKER_PREFIX)
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _files(root: Path) -> list[str]:
@@ -43,7 +37,7 @@ def _files(root: Path) -> list[str]:
 
 def write(root: Path) -> None:
     """Hash every file of the dataset at `root` into its manifest (replacing the previous one)."""
-    files = {name: {"bytes": (root / name).stat().st_size, "sha256": _sha256(root / name)} for name in _files(root)}
+    files = {name: {"bytes": (root / name).stat().st_size, "sha256": sha256_file(root / name)} for name in _files(root)}
     manifest = {"format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
     atomic_write_bytes(root / MANIFEST_NAME, (json.dumps(manifest, indent=1) + "\n").encode())
 
@@ -96,7 +90,7 @@ def check(root: Path) -> list[str]:
             problems.append(f"{name}: missing (listed in {MANIFEST_NAME})")
         elif path.stat().st_size != entry["bytes"]:
             problems.append(f"{name}: {path.stat().st_size} bytes, {entry['bytes']} were written")
-        elif _sha256(path) != entry["sha256"]:
+        elif sha256_file(path) != entry["sha256"]:
             problems.append(f"{name}: its bytes changed after collection (SHA-256 differs)")
     problems += [f"{name}: not written by collect_dataset.py (not in {MANIFEST_NAME})"
                  for name in _files(root) if name not in listed]

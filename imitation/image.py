@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -109,9 +108,10 @@ class ImageEncoder(nn.Module):
 class ImageFlowPolicy(FlowChunkPolicy):
     """The flow head over image frames; its `frame` renders the env as collect_dataset.py records it."""
 
-    def frame(self, pusht: gym.Env) -> np.ndarray:
-        image = pusht._render(visualize=False)
-        return np.concatenate([np.asarray(pusht.agent.position, dtype=np.float32), image.reshape(-1)])
+    sees_pixels = True
+
+    def view(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([observation["agent_pos"].astype(np.float32), observation["pixels"].reshape(-1)])
 
 
 def _policy(config: ImageFlowConfig, perception: Perception, obs_norm: RangeNormalizer,

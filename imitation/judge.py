@@ -20,6 +20,7 @@ import torch
 from tqdm import tqdm
 
 from common import parallel
+from common.cli import first_line
 from common.files import atomic_file, atomic_write_bytes
 from datasets_io.readers import Demonstration
 from imitation import flow, image, mlp
@@ -89,7 +90,7 @@ def load_learner(path: str | Path) -> ChunkPolicy:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
-        raise ValueError(f"{str(path)!r} is not a learner file ({type(err).__name__}: {err})") from None
+        raise ValueError(f"{str(path)!r} is not a learner file ({type(err).__name__}: {first_line(err)})") from None
     if not isinstance(payload, dict) or payload.get("format") != LEARNER_FORMAT:
         raise ValueError(f"{str(path)!r} is not a learner file written by dataset_report.py --save-learners")
     spec = LEARNERS[payload["learner"]]

@@ -7,9 +7,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from env.pusht_wrapper import block_keypoints
 from imitation.training import LearnerConfig
 from imitation.windows import frame_observation
+from protocol.controllers import observation
 
 ACT_DIM = 2
 
@@ -19,9 +19,16 @@ class ChunkPolicy(nn.Module):
 
     config: LearnerConfig
 
+    sees_pixels = False  # whether `view` needs the observation's render
+
     def frame(self, pusht: gym.Env) -> np.ndarray:
-        """The learner's view of the env's current state; state learners see agent xy and the 8 keypoints."""
-        return frame_observation(np.asarray(pusht.agent.position, dtype=np.float64), block_keypoints(pusht))
+        """The learner's view of the env's current state (rendered only for a learner that sees pixels)."""
+        return self.view(observation(pusht, pixels=self.sees_pixels))
+
+    def view(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        """One frame as the learner takes it, from a controller observation (protocol/controllers.py): state
+        learners see agent xy and the 8 keypoints."""
+        return frame_observation(observation["agent_pos"], observation["environment_state"].reshape(8, 2))
 
     def predict(self, frames: np.ndarray, generator: torch.Generator) -> np.ndarray:
         """(N, n_obs, F) frames, oldest first → (N, horizon, 2) targets; `generator` feeds any sampling noise."""

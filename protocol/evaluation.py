@@ -24,10 +24,11 @@ from common import parallel
 from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys
 from common.files import WriteError, atomic_write_bytes, guarded_write
 from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
+from protocol import controllers
 from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import env_spec, load_checked_policy, random_policy
 from protocol.policy_file import LoadedPolicy
-from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, run_episode, summarize
+from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, Policy, run_episode, summarize
 
 GIF_SIZE = 256
 RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metrics JSON of this module holds
@@ -48,17 +49,21 @@ class EvaluationRequest:
     output: str = "eval.json"
     overwrite: bool = False
     workers: int = 1
+    controller: str | None = None  # MODULE:FACTORY of a controller (protocol/controllers.py) instead of a checkpoint
+    controller_arg: tuple[str, ...] = ()  # KEY=VALUE keywords of the factory
+    image_size: int = 96  # the side of a controller's `pixels`, as collect_dataset.py --image-size
 
 
 @dataclass(frozen=True)
 class EvaluationJob:
     """What a worker needs to evaluate seeds; picklable, and it carries the loaded policy, not its path."""
 
-    policy: LoadedPolicy | None  # None: the uniform random baseline
+    policy: LoadedPolicy | None  # None: the uniform random baseline, or `controller`
     video_seeds: frozenset[int]
     video_dir: str
     gif: str | None
     gif_seed: int
+    controller: controllers.ControllerSpec | None = None  # built in each worker
 
 
 def video_name(seed: int, success: bool) -> str:
@@ -72,11 +77,17 @@ class Evaluator:
         torch.set_num_threads(1)  # one thread in every worker: the same arithmetic, so the same records
         self.job = job
         self.policy = job.policy
-        self.env = make_env(*env_spec(job.policy))
+        self.controller = controllers.build(job.controller) if job.controller else None
+        self.env = controllers.controller_env(job.controller) if job.controller else make_env(*env_spec(job.policy))
         self.act_dim = int(np.prod(self.env.action_space.shape))
 
+    def episode_policy(self, seed: int) -> Policy:
+        if self.controller is not None:
+            return controllers.as_policy(self.controller, self.env, seed)
+        return self.policy or random_policy(seed, self.act_dim)
+
     def __call__(self, seed: int) -> EpisodeRecord:
-        policy = self.policy or random_policy(seed, self.act_dim)
+        policy = self.episode_policy(seed)
         record_video, record_gif = seed in self.job.video_seeds, self.job.gif is not None and seed == self.job.gif_seed
         if not (record_video or record_gif):
             return run_episode(self.env, policy, seed)
@@ -144,8 +155,8 @@ def run_seeds(job: EvaluationJob, seeds: list[int], workers: int) -> list[Episod
                 records.append(record)
                 progress.update(1)
                 progress.set_postfix(success=f"{sum(r.success for r in records) / len(records):.0%}")
-        except parallel.Stopped as err:  # a worker's failed write is the user's full disk, not a failed task
-            if isinstance(err.__cause__, WriteError):
+        except parallel.Stopped as err:  # a worker's failed write is the user's full disk, not a failed task; a
+            if isinstance(err.__cause__, (WriteError, BadInput)):  # controller's bad action is the user's input
                 raise err.__cause__ from None
             raise
     return sorted(records, key=lambda r: r.seed)
@@ -160,6 +171,12 @@ def validate(request: EvaluationRequest) -> None:
         raise BadInput(f"--videos must be >= 0, got {request.videos}")
     if request.policy == "random" and request.checkpoint:
         raise BadInput("--checkpoint and --policy random exclude each other; drop one")
+    if request.controller and (request.checkpoint or request.policy == "random"):
+        raise BadInput("--controller replaces --checkpoint and --policy random; drop one")
+    if request.controller_arg and not request.controller:
+        raise BadInput("--controller-arg needs --controller MODULE:FACTORY")
+    if request.image_size < 1:
+        raise BadInput(f"--image-size must be >= 1, got {request.image_size}")
 
 
 def check_media(request: EvaluationRequest) -> None:
@@ -184,7 +201,7 @@ def check_output_dirs(request: EvaluationRequest) -> None:
 def print_table(result: dict) -> None:
     s = result["summary"]
     low, high = s["success_rate_ci95"]
-    source = result["checkpoint"] or "uniform random actions"
+    source = result["checkpoint"] or (result.get("controller") or {}).get("target") or "uniform random actions"
     step = "" if result["step"] is None else f" (step {result['step']})"
     length = "n/a" if s["mean_length_success"] is None else f"{s['mean_length_success']:.1f}"
     last_seed = result["start_seed"] + s["episodes"] - 1
@@ -205,19 +222,29 @@ def evaluate(request: EvaluationRequest) -> dict:
     check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
                       "a metrics JSON written by evaluate.py")
     check_media(request)
-    policy, _ = load_checked_policy(request)
+    spec = controller = None
+    if request.controller:
+        spec = controllers.ControllerSpec(request.controller, controllers.parse_args(request.controller_arg),
+                                          request.image_size)
+        controller, policy = controllers.build(spec), None  # here first: a broken one is named before any work
+    else:
+        policy, _ = load_checked_policy(request)
     check_output_dirs(request)
     env_id, env_options = env_spec(policy)
     if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
     seeds = [request.start_seed + i for i in range(request.episodes)]
-    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0])
+    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
     records = run_seeds(job, seeds, request.workers)
     result = {
         "protocol": PROTOCOL_NAME if env_id == PUSHT_ENV_ID else None,  # the protocol's starts are PushT's
         "checkpoint": policy.source if policy else None,
         "step": policy.step if policy else None,
-        "policy": request.policy,
+        "policy": "controller" if spec else request.policy,
+        "controller": None if spec is None else {
+            "target": spec.target, "args": dict(spec.args), "image_size": spec.image_size,
+            "unit_actions": bool(getattr(controller, "unit_actions", False)),
+            "files": controllers.file_hashes(spec, controller)},
         "env_id": env_id,
         "env_options": asdict(env_options),
         "start_seed": request.start_seed,

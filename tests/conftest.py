@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,23 @@ def collect_all_formats(tmp_path_factory: pytest.TempPathFactory, name: str, *ar
 def copy(collection: Path, tmp_path: Path) -> Path:
     """A private copy of the module's `collection`, to damage or edit."""
     return Path(shutil.copytree(collection, tmp_path / "ds"))
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root` with its content's hash (folders as "dir"): what must not change."""
+    return {path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file()
+            else "dir" for path in sorted(root.rglob("*"))}
+
+
+def run(main: Callable[[list[str]], int], argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error(err: str) -> str:
+    """The one stderr line of a refused command (notes before it allowed), checked for a traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and lines and lines[-1].startswith("error: "), err
+    assert sum(line.startswith("error:") for line in lines) == 1, err
+    return lines[-1]

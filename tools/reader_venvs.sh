@@ -7,6 +7,10 @@
 # 2.14.1 stack this machine holds, with the libraries their dataset code imports. lerobot 0.3.3 needs datasets 3.x.
 # Videos decode with torchcodec (lerobot's default; torchvision 0.29 has no video reader any more), which needs
 # FFmpeg's shared libraries: Debian's ffmpeg package (apt-get install ffmpeg).
+# The lerobot 0.4.4 venv also trains and evaluates a policy on our dumps (tests/protocol/test_lerobot_policy.py):
+# it gets the project's own requirements but its torch pin (the venv keeps torch 2.14.1), diffusers, which
+# lerobot's Diffusion Policy imports (lerobot 0.4.4 accepts diffusers >=0.27.2,<0.36), and pyserial, which
+# lerobot-train imports through its motor code.
 set -euo pipefail
 dir="${1:-$(dirname "$0")/../../readers}"
 mkdir -p "$dir"
@@ -21,6 +25,10 @@ make_venv() {  # name, lerobot version, datasets pin
     "$dir/$1/bin/pip" install -q --no-deps "lerobot==$2"
 }
 make_venv lerobot-0.4.4 0.4.4 "datasets>=4,<5"
+if ! "$dir/lerobot-0.4.4/bin/python" -c "import diffusers, gym_pusht, pymunk, serial, zarr" 2>/dev/null; then
+    "$dir/lerobot-0.4.4/bin/pip" install -q "diffusers>=0.27.2,<0.36" "pyserial>=3.5,<4" \
+        -r <(grep -v '^torch\b' "$(dirname "$0")/../requirements.txt")
+fi
 make_venv lerobot-0.3.3 0.3.3 "datasets==3.6.0"
 if ! [ -x "$dir/tfds/bin/python" ]; then
     python3 -m venv "$dir/tfds"

@@ -7,14 +7,10 @@ import os
 import gymnasium as gym
 import torch
 
+from common.cli import first_line
 from env.pusht_wrapper import PUSHT_ENV_ID
 from sac import SACAgent, SACHyperParams
 from training.config import ConfigError
-
-
-def first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def check_device(device: str) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED
+from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, first_line
 from common.files import WriteError, atomic_save, guarded_write
 from env.decisions import steps_per_decision
 from env.pusht_wrapper import make_env
@@ -22,7 +22,7 @@ from protocol.checkpoints import checkpoint_name, prune_checkpoints
 from protocol.pusht_eval import EVAL_START_SEED, EpisodeTracker, eval_env_options, run_episode, summarize
 from sac import ReplayBuffer, SACAgent
 from sac.utils import seed_everything
-from training.checks import check_device, check_env, check_memory, first_line
+from training.checks import check_device, check_env, check_memory
 from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger
 from training.run_folders import claimed, discard_previous_run
