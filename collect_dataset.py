@@ -33,6 +33,7 @@ is removed, DIR is as it was); 130 interrupted (complete episodes saved; continu
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import fields
 from functools import partial
@@ -110,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         check_finite(args)
         if args.verify is not None:
             return run_verify(Path(args.verify), args.checkpoint)
-        request = CollectionRequest(**{f.name: getattr(args, f.name) for f in fields(CollectionRequest)})
+        command = shlex.join(["python", "collect_dataset.py", *(sys.argv[1:] if argv is None else argv)])
+        request = CollectionRequest(**{f.name: getattr(args, f.name) for f in fields(CollectionRequest)
+                                       if f.name != "command"}, command=command)
         return collect(plan_collection(request, learner_bursts))
 
     return run_command(body, "interrupted; nothing saved by this run")

@@ -3,7 +3,7 @@
     python dataset_report.py DIR [DIR ...] [--imitation] [--learner mlp flow] [--seeds 3] [--exec-horizon 8 1]
                              [--episodes 100] [--start-seed 100000] [--max-frames N [N ...]] [--reference DIR ...]
                              [--quick | --train-steps S] [--workers 2] [--ray [ADDRESS]] [--work-dir DIR]
-                             [--plot PNG] [--json OUT [--overwrite]]
+                             [--plot PNG] [--json OUT] [--html PAGE] [--overwrite]
 
 DIR: a dataset written by collect_dataset.py in any of its formats (LeRobot v3.0 or v2.1, zarr, RLDS; a folder of
 several formats is read through one of them, its zarr part for the image learner), or any Diffusion Policy replay zarr
@@ -18,9 +18,12 @@ head steps), --train-steps sets one for all. With --work-dir a job's training ch
 same command continues an interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up
 to each budget (several budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside
 the others.
+--html writes the report as one self-contained page (imitation/page.py): the datasets side by side, start-pose coverage
+and trajectories drawn on the board, a strip of frames, the motion distributions, flagged episodes with their seeds
+and, with --imitation, the learners' figures; every image is embedded, so it opens offline and can be mailed.
 Every job runs on one thread (the figures repeat exactly); --workers jobs run at once, in local processes or, with
 --ray, as Ray tasks (docs/scale.md): the figures are the same.
-Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot could not be written, 130 interrupted (by
+Exit codes: 0 done, 2 bad input (one line on stderr), 74 --json/--plot/--html could not be written, 130 interrupted (by
 Ctrl-C, a failed job or lost workers: the finished jobs stay in --work-dir).
 """
 
@@ -73,7 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "collect_dataset.py --burst-learner (relabelling rounds)")
     parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json or --plot file")
+    parser.add_argument("--html", metavar="PAGE", help="write the report as one self-contained HTML page")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --json, --plot or --html file written by this command")
     return parser.parse_args(argv)
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,7 +85,9 @@ def motion_statistics(episodes: Sequence[Demonstration]) -> dict:
                                 "mean_step_px": summary(episode_means("step"))},
         "per_episode": [{"length": ep.length, "seed": ep.seed, "success": ep.success,
                          "mean_lead_px": float(m["lead"].mean()),
-                         "mean_step_px": float(m["step"].mean()) if m["step"].size else None}
+                         "mean_step_px": float(m["step"].mean()) if m["step"].size else None,
+                         "mean_jerk_px": float(m["jerk"].mean()) if m["jerk"].size else None,
+                         "edge_fraction": float(m["edge"].mean())}
                         for ep, m in zip(episodes, per_episode, strict=True)],
     }
 

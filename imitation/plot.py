@@ -40,7 +40,15 @@ def plotted_here(path: Path) -> bool:
 
 
 def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "frames") -> None:
-    """Write a PNG of `aggregate` rows: mean success ± std over seeds against `x` ("frames" or "steps", log-scaled).
+    """Write `scaling_figure` as a PNG marked as ours."""
+    fig = scaling_figure(rows, title, x)
+    with atomic_file(out) as handle:
+        fig.savefig(handle, format="png", dpi=120, metadata={"Source": PLOT_SOURCE})
+    plt.close(fig)
+
+
+def scaling_figure(rows: Sequence[dict], title: str, x: str = "frames") -> plt.Figure:
+    """`aggregate` rows drawn: mean success ± std over seeds against `x` ("frames" or "steps", log-scaled).
 
     A dataset at one value only (e.g. the human reference judged at its full size) shows as a single marker. Against
     steps, a dataset is its folder's name, so the same data judged from two places are one line.
@@ -70,6 +78,4 @@ def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "fr
     ax.set_title(title)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    with atomic_file(out) as handle:
-        fig.savefig(handle, format="png", dpi=120, metadata={"Source": PLOT_SOURCE})
-    plt.close(fig)
+    return fig

@@ -21,6 +21,7 @@ from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstr
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
+from imitation.page import PageDataset, build_page, written_here
 from imitation.plot import plot_scaling, plotted_here
 from imitation.training import LearnerConfig
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
@@ -48,6 +49,7 @@ class ReportRequest:
     save_learners: str | None = None
     plot: str | None = None
     json: str | None = None
+    html: str | None = None
     overwrite: bool = False
 
 
@@ -79,7 +81,9 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
     check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
                       "a report written by dataset_report.py")
     check_output_file(args.plot, "--plot", args.overwrite, plotted_here, "a plot written by dataset_report.py")
+    check_output_file(args.html, "--html", args.overwrite, written_here, "a page written by dataset_report.py")
     outputs = (("--json", args.json and Path(args.json).parent), ("--plot", args.plot and Path(args.plot).parent),
+               ("--html", args.html and Path(args.html).parent),
                ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
     for flag, folder in outputs:
         if folder:
@@ -144,6 +148,7 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
     backend = validate(args, created)
     # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
     parts: list[tuple[str, list[Demonstration]]] = []
+    pages: list[PageDataset] = []
     result: dict = {"datasets": []}
     for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
         fmt, root, episodes = load(path, images="image" in args.learner and args.imitation)
@@ -155,6 +160,7 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
             result["datasets"].append({"dataset": str(root), "format": fmt, "max_frames": budget,
                                        "reference": is_reference, "statistics": statistics})
             parts.append((str(root), used))
+            pages.append(PageDataset(result["datasets"][-1], Path(path), used))
     if args.imitation:
         seeds = [args.start_seed + i for i in range(args.episodes)]
         warn_seen_starts(parts, seeds)
@@ -186,6 +192,11 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
             with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
                 plot_scaling(rows, args.plot, f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
             print(f"wrote {args.plot}")
+    if args.html:
+        with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
+            page = build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}")
+            atomic_write_bytes(args.html, page.encode())
+        print(f"wrote {args.html} ({len(page.encode()):,} bytes)")
     result["seconds"] = time.perf_counter() - started
     if args.json:
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):

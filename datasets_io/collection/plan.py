@@ -69,6 +69,7 @@ class Plan:
     keep_failures: bool
     backend: parallel.Backend
     collection: dict  # the existing dataset's record when resuming, else empty
+    command: str | None = None  # the command line, for the record and the dataset card
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -181,6 +182,7 @@ class CollectionRequest:
     image_size: int | None = None
     no_video: bool = False
     max_steps: int | None = None
+    command: str | None = None  # the command line as typed (collect_dataset.py sets it), recorded with each run
 
 
 BurstLoader = Callable[[str, int], DriverFactory]  # (learner file, targets per prediction) -> the bursts' driver
@@ -253,4 +255,4 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
-                args.keep_failures, parallel.backend(args.workers, args.ray), record)
+                args.keep_failures, parallel.backend(args.workers, args.ray), record, args.command)

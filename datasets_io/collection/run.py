@@ -15,7 +15,7 @@ from tqdm import tqdm
 from common import parallel
 from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, BadInput
 from common.files import guarded_write
-from datasets_io import formats, manifest
+from datasets_io import card, formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.collector import rollouts
 from datasets_io.collection.plan import Plan
@@ -50,7 +50,7 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
            "policy_step": plan.policy.step if plan.policy else None,
            "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
            "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
-           "kept": kept}
+           "kept": kept, "command": plan.command}
     perturbation = plan.job.perturbation
     return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": plan.job.image_size,
             "perturbation": asdict(perturbation) if perturbation.active else None,
@@ -70,6 +70,14 @@ def store_quality(path: Path, names: tuple[str, ...]) -> dict:
     for name, root in roots.items():
         FORMATS[name].write_quality(root, quality)
     return quality
+
+
+def write_cards(path: Path, plan: Plan, collection: dict, quality: dict) -> None:
+    """Each format's dataset card (datasets_io/card.py), named as the user names the folder."""
+    roots = formats.layout(path, plan.formats)
+    for name, root in roots.items():
+        title = plan.output.name if len(roots) == 1 else f"{plan.output.name}/{name}"
+        card.write_card(root, title, name, collection, quality, [other for other in roots if other != name])
 
 
 def collect(plan: Plan) -> int:
@@ -111,6 +119,7 @@ def collect(plan: Plan) -> int:
                 for writer in writers:
                     writer.close(record)
                 quality = store_quality(stage.path, plan.formats)
+                write_cards(stage.path, plan, record, quality)
                 for root in formats.layout(stage.path, plan.formats).values():
                     manifest.write(root)
                 stage.commit()

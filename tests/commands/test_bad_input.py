@@ -4,10 +4,8 @@ dataset, naming the check and the file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -18,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
-from conftest import collect_all_formats
+from conftest import collect_all_formats, one_error, run, tree
 
 import collect_dataset
 import dataset_report
 import evaluate
-from datasets_io import manifest
+from datasets_io import card, manifest
 from datasets_io.collection import staging
 from datasets_io.formats import rlds, tfrecord
 from datasets_io.readers import Demonstration
@@ -34,26 +32,6 @@ from sac.actor import GaussianActor
 
 ALL = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]
 SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "12"]
-
-
-def tree(root: Path) -> dict[str, str]:
-    """Every entry under `root` with its content's hash (folders as "dir"): what must not change."""
-    return {path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file()
-            else "dir" for path in sorted(root.rglob("*"))}
-
-
-def run(main: Callable[[list[str]], int], argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_error(err: str) -> str:
-    """The one stderr line of a refused command (notes before it allowed), checked for a traceback."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert "Traceback" not in err and lines and lines[-1].startswith("error: "), err
-    assert sum(line.startswith("error:") for line in lines) == 1, err
-    return lines[-1]
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +89,7 @@ def test_overwrite_replaces_a_dataset_it_wrote(copy: Path, capsys) -> None:
                                               "--overwrite", "--start-seed", "7"], capsys)
     assert code == 0, err
     assert sorted(path.name for path in copy.iterdir()) == sorted([".zgroup", ".zattrs", "data", "meta",
-                                                                    manifest.MANIFEST_NAME])
+                                                                    card.CARD_NAME, manifest.MANIFEST_NAME])
     assert zarr.open_group(str(copy), mode="r")["meta"]["episode_seed"][:].tolist() == [7]
     assert manifest.check(copy) == []
 
@@ -269,7 +247,8 @@ def test_the_report_names_the_missing_zarr_array(copy: Path, capsys) -> None:
 
 @pytest.mark.parametrize(("main", "flag", "name"), [(evaluate.main, "--output", "eval.json"),
                                                     (dataset_report.main, "--json", "report.json"),
-                                                    (dataset_report.main, "--plot", "plot.png")])
+                                                    (dataset_report.main, "--plot", "plot.png"),
+                                                    (dataset_report.main, "--html", "report.html")])
 def test_overwrite_never_replaces_a_file_the_project_did_not_write(collection: Path, tmp_path: Path, capsys, main,
                                                                    flag: str, name: str) -> None:
     theirs = tmp_path / name
@@ -287,6 +266,21 @@ def test_overwrite_replaces_the_projects_own_report(collection: Path, tmp_path: 
     first = json.loads(out.read_text())["seconds"]
     assert run(dataset_report.main, [str(collection / "zarr"), "--json", str(out), "--overwrite"], capsys)[0] == 0
     assert json.loads(out.read_text())["seconds"] != first
+
+
+def test_an_html_page_is_refused_over_an_existing_file_or_into_an_unwritable_folder(collection: Path,
+                                                                                      tmp_path: Path, capsys) -> None:
+    page = tmp_path / "report.html"
+    assert run(dataset_report.main, [str(collection / "zarr"), "--html", str(page)], capsys)[0] == 0
+    before = tree(tmp_path)
+    code, _, err = run(dataset_report.main, [str(collection / "zarr"), "--html", str(page)], capsys)
+    assert code == 2 and "already exists; pass --overwrite" in one_error(err) and tree(tmp_path) == before
+    (tmp_path / "file").write_text("")
+    before = tree(tmp_path)
+    code, _, err = run(dataset_report.main, [str(collection / "zarr"), "--html", str(tmp_path / "file/r.html")],
+                       capsys)
+    assert code == 2 and "(for --html)" in one_error(err) and tree(tmp_path) == before
+    assert run(dataset_report.main, [str(collection / "zarr"), "--html", str(page), "--overwrite"], capsys)[0] == 0
 
 
 def test_a_plot_of_ours_is_told_from_another_png(tmp_path: Path) -> None:

@@ -1,0 +1,221 @@
+"""The dataset card: a `README.md` in every dataset collect_dataset.py writes, the Hub's dataset card for the LeRobot
+formats (YAML front matter, then prose and small tables) and a plain one beside the zarr and RLDS data.
+
+Every figure on it is read back from the written dataset: the counts and features from the format's own metadata
+(`meta/info.json`, the zarr arrays, `dataset_info.json` / `features.json`), how it was made from its collection
+record, its quality from the motion statistics stored with it; the human reference's statistics are quoted from the
+judge report this repository ships (`REFERENCE_RECORD`). Written before the manifest, so `manifest.json` lists it,
+and rewritten by a `--resume`. `card_problems` holds a card's counts to the data (`--verify`'s metadata check).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import zarr
+
+from common.files import atomic_write_bytes
+from datasets_io.episode import FPS, TASK
+from datasets_io.formats import lerobot_common, rlds
+
+CARD_NAME = "README.md"
+LICENSE = "mit"  # the repository's LICENSE
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE_RECORD = "results/report_judge_flow_30k.json"  # a shipped report holding the human reference's statistics
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"))
+
+# How each codebase of the README's table loads a dataset of each format (NAME: the dataset folder).
+LOADERS = {
+    "lerobot": [("lerobot ≥ 0.4 (SmolVLA, π0 / π0.5 ports, ACT, Diffusion Policy)",
+                 'from lerobot.datasets.lerobot_dataset import LeRobotDataset; '
+                 'ds = LeRobotDataset("local/pusht_sac", root="NAME")')],
+    "lerobot-v2.1": [("lerobot 0.3.x, openpi (π0 / π0.5)",
+                      'from lerobot.datasets.lerobot_dataset import LeRobotDataset; '
+                      'ds = LeRobotDataset("local/pusht_sac", root="NAME")'),
+                     ("Isaac-GR00T N1.x", "its LeRobot loader on NAME/: `meta/modality.json` names the state, "
+                                          "action, video and annotation keys")],
+    "zarr": [("Diffusion Policy", 'from diffusion_policy.common.replay_buffer import ReplayBuffer; '
+                                  'rb = ReplayBuffer.copy_from_path("NAME", keys=["img", "state", "action"])')],
+    "rlds": [("OpenVLA, OpenVLA-OFT, Octo (tensorflow-datasets)",
+              'import tensorflow_datasets as tfds; '
+              'ds = tfds.builder_from_directory("NAME").as_dataset(split="train")')],
+}
+PROJECT_LOADER = ("this project", "python dataset_report.py NAME; python collect_dataset.py --verify NAME")
+TITLES = {"lerobot": "LeRobot v3.0", "lerobot-v2.1": "LeRobot v2.1", "zarr": "Diffusion Policy zarr",
+          "rlds": "RLDS"}
+
+
+def _rlds_features(node: dict, prefix: str = "") -> list[tuple[str, str, list[int]]]:
+    """(name, dtype, shape) of every leaf of a TFDS features.json, nested names joined with '/'."""
+    if "featuresDict" in node:
+        return [leaf for name, child in node["featuresDict"]["features"].items()
+                for leaf in _rlds_features(child, f"{prefix}{name}/")]
+    if "sequence" in node:
+        return _rlds_features(node["sequence"]["feature"], prefix)
+    spec = node.get("tensor") or node.get("image") or {}
+    shape = [int(d) for d in spec.get("shape", {}).get("dimensions", [])]
+    return [(prefix.rstrip("/"), spec.get("dtype", "string"), shape)]
+
+
+def read_facts(fmt: str, root: Path, quality: dict | None = None) -> dict:
+    """What the format's own metadata says the dataset holds: episodes, frames, fps, its version and features. RLDS
+    records no frame count: its frames are those the motion statistics (`quality`) counted, else counted here."""
+    if fmt.startswith("lerobot"):
+        info = lerobot_common.read_json(root, lerobot_common.INFO_PATH)
+        return {"episodes": info["total_episodes"], "frames": info["total_frames"], "fps": info["fps"],
+                "version": f"LeRobot dataset {info['codebase_version']}",
+                "features": [(name, spec["dtype"], spec["shape"]) for name, spec in info["features"].items()]}
+    if fmt == "zarr":
+        group = zarr.open_group(str(root), mode="r")
+        ends = group["meta"]["episode_ends"][:]
+        features = [(f"{part}/{name}", str(array.dtype), list(array.shape[1:]))
+                    for part in ("data", "meta") for name, array in group[part].arrays()]
+        version = json.loads(group.store[".zgroup"])["zarr_format"]
+        return {"episodes": len(ends), "frames": int(ends[-1]), "fps": FPS, "features": features,
+                "version": f"Diffusion Policy replay zarr (zarr format {version}, the `pusht_cchi_v7_replay.zarr` "
+                           f"layout)"}
+    info = lerobot_common.read_json(root, rlds.INFO_PATH)
+    lengths = [int(n) for n in info["splits"][0]["shardLengths"]]
+    features = _rlds_features(lerobot_common.read_json(root, rlds.FEATURES_PATH))
+    frames = quality["frames"] if quality else sum(len(steps["action"]) for _, steps in rlds.iter_episodes(root))
+    return {"episodes": sum(lengths), "frames": frames, "fps": FPS, "features": features,
+            "version": f"RLDS, TFDS builder directory {info['name']} {info['version']}"}
+
+
+def reference_statistics() -> dict | None:
+    """The human reference's motion statistics as the shipped judge report records them (None without it)."""
+    try:
+        report = json.loads((REPO / REFERENCE_RECORD).read_text())
+        return next(entry["statistics"] for entry in report["datasets"] if entry["reference"])
+    except (OSError, ValueError, KeyError, StopIteration):
+        return None
+
+
+def _number(value: float | None, digits: int = 1, percent: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{100 * value:.{digits}f} %" if percent else f"{value:,.{digits}f}"
+
+
+QUALITY_ROWS = (  # (label, statistics key, digits, as a percentage)
+    ("steps per episode (mean)", "mean_length", 1, False),
+    ("lead ‖target − agent‖ px (mean)", "mean_lead_px", 1, False),
+    ("step ‖a_t − a_{t−1}‖ px (mean)", "mean_step_px", 1, False),
+    ("jerk px (mean)", "mean_jerk_px", 2, False),
+    ("agent speed px/step (mean)", "mean_agent_speed_px", 1, False),
+    ("targets on the board's edge", "edge_fraction", 2, True),
+    ("start cells covered", "start_coverage", 0, True),
+    ("successful episodes", "success_fraction", 1, True),
+)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+
+
+def _run_rows(collection: dict, quality: dict) -> list[tuple]:
+    """One row per collection run: its policy, seeds, how many succeeded (counted in the kept episodes: a run that
+    keeps only successes keeps every one it found) and its command."""
+    rows = []
+    for run in collection["runs"]:
+        seeds = range(run["start_seed"], run["next_seed"])
+        succeeded = sum(1 for ep in quality["per_episode"] if ep["seed"] in seeds and ep["success"])
+        policy = f"`{run['policy']}`" + (f" (env step {run['policy_step']:,})" if run["policy_step"] else "")
+        rows.append((policy, f"{seeds.start}–{seeds.stop - 1}", run["attempted"], run["kept"],
+                     f"{succeeded} / {run['attempted']} ({_number(succeeded / run['attempted'], 1, True)})",
+                     run["action_noise"], f"`{run['command']}`" if run.get("command") else "not recorded"))
+    return rows
+
+
+def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict, reference: dict | None,
+               siblings: list[str]) -> str:
+    """The card's markdown for the dataset folder `name` of format `fmt` (`siblings`: the other formats written
+    from the same rollouts, as folders beside it)."""
+    episodes, frames, size = facts["episodes"], facts["frames"], collection["image_size"]
+    category = next(label for bound, label in SIZE_CATEGORIES if frames < bound) if frames < 10_000_000 else "n>10M"
+    lerobot = fmt.startswith("lerobot")
+    front = ["---", f"license: {LICENSE}", "task_categories:", "- robotics", "tags:",
+             *(["- LeRobot"] if lerobot else []), "- pusht", "- gym-pusht", "- imitation-learning",
+             *([f"- {fmt}"] if not lerobot else []), "size_categories:", f"- {category}"]
+    if lerobot:  # the Hub's viewer reads the parquet frames
+        front += ["configs:", "- config_name: default", "  data_files: data/*/*.parquet"]
+    runs = collection["runs"]
+    seeds = f"{runs[0]['start_seed']}–{runs[-1]['next_seed'] - 1}"
+    perturbation = collection.get("perturbation")
+    lines = [*front, "---", "", f"# {name}: PushT demonstrations ({TITLES[fmt]})", "",
+             f"{episodes:,} episodes of gym-pusht's PushT task ({collection['env_id']}) recorded by pusht_sac's "
+             f"`collect_dataset.py` from a policy's rollouts, one episode per seed ({seeds}). A frame is the "
+             f"observation before the action: the {size}×{size} render, the agent's x, y and the block's 8 corner "
+             f"keypoints; the action is the absolute PD target sent, in env pixels (a 512×512 board).", "",
+             "## What is in it", "",
+             *_table(("", "value"), [("episodes", f"{episodes:,}"), ("frames", f"{frames:,}"),
+                                     ("fps", facts["fps"]), ("image size", f"{size}×{size}×3"),
+                                     ("stored as", "video" if collection["video"] else "lossless images"),
+                                     ("task", f'"{TASK}"'), ("format", facts["version"])]), "",
+             *_table(("feature", "dtype", "shape"),
+                     [(f"`{feature}`", dtype, "×".join(map(str, shape)) or "scalar")
+                      for feature, dtype, shape in facts["features"]]), ""]
+    if siblings:
+        lines += [f"The same rollouts are also stored as {', '.join(f'`../{s}/` ({TITLES[s]})' for s in siblings)}.",
+                  ""]
+    lines += ["## How it was made", "",
+              *_table(("policy", "seeds", "attempted", "kept", "successful (measured here)", "action noise",
+                       "command"), _run_rows(collection, quality)), "",
+              f"Episodes end at their first success or after {collection['max_steps']} steps; "
+              + ("only successful episodes are kept" if all(r["only_success"] for r in runs)
+                 else "failed episodes are kept too") + "."
+              + (f" Recovery demonstrations: {json.dumps(perturbation)}; `action` is the clean demonstrator's label."
+                 if perturbation else ""), ""]
+    header = ("", name) + (("human reference",) if reference else ())
+    rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
+             *((f"{reference['episodes']:,} / {reference['frames']:,}",) if reference else ()))]
+    rows += [(label, _number(quality[key], digits, percent),
+              *((_number(reference[key], digits, percent),) if reference else ()))
+             for label, key, digits, percent in QUALITY_ROWS]
+    stored = "`meta/quality.json`" if lerobot else "the `quality` attribute" if fmt == "zarr" else "`quality.json`"
+    source = (f" The human reference is Diffusion Policy's PushT demonstrations, as this repository's "
+              f"`{REFERENCE_RECORD}` records them." if reference else "")
+    lines += ["## Quality", "",
+              f"Motion statistics of every episode (`dataset_report.py`'s, stored with the data: {stored})."
+              f"{source}", "", *_table(header, rows), "",
+              "## Loading it", "",
+              *_table(("codebase", "one line"), [(codebase, f"`{line.replace('NAME', name)}`")
+                                                 for codebase, line in [*LOADERS[fmt], PROJECT_LOADER]]), "",
+              "## Licence and citation", "",
+              f"The demonstrations are this project's own output: rollouts of its own policy in gym-pusht, recorded "
+              f"by pusht_sac. They are released under the {LICENSE.upper()} licence, as is the pusht_sac repository "
+              f"(its `LICENSE`). The task and its reward come from gym-pusht (Apache-2.0), after Diffusion Policy's "
+              f"PushT (Chi et al., RSS 2023).", "",
+              "```bibtex",
+              f"@misc{{pusht_sac_{re.sub(r'[^A-Za-z0-9]+', '_', name)},",
+              f"  title = {{{name}: {episodes} PushT demonstrations ({frames} frames) recorded by pusht_sac}},",
+              f"  note = {{{TITLES[fmt]}; seeds {seeds.replace('–', '--')}; collect\\_dataset.py}},",
+              "}", "```", ""]
+    return "\n".join(lines)
+
+
+def write_card(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> None:
+    """Write (or rewrite, on --resume) the card of the dataset at `root`."""
+    card = build_card(name, fmt, read_facts(fmt, root, quality), collection, quality, reference_statistics(),
+                      siblings)
+    atomic_write_bytes(root / CARD_NAME, card.encode())
+
+
+def card_counts(text: str) -> dict[str, int]:
+    """The episode and frame counts a card states in its "What is in it" table."""
+    return {key: int(match.group(1).replace(",", "")) for key in ("episodes", "frames")
+            if (match := re.search(rf"^\| {key} \| ([\d,]+) \|$", text, re.MULTILINE))}
+
+
+def card_problems(root: Path, fmt: str) -> list[str]:
+    """Where the card's counts disagree with the format's metadata (none for a dataset without a card)."""
+    path = root / CARD_NAME
+    if not path.is_file():
+        return []
+    facts, stated = read_facts(fmt, root), card_counts(path.read_text())
+    return [f"{CARD_NAME}: states {stated.get(key)} {key}, the data hold {facts[key]}"
+            for key in ("episodes", "frames") if stated.get(key) != facts[key]]
