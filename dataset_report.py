@@ -77,6 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plot", metavar="PNG", help="draw success against frames")
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
     parser.add_argument("--html", metavar="PAGE", help="write the report as one self-contained HTML page")
+    parser.add_argument("--verify", action="store_true",
+                        help="replay every episode of each dataset collect_dataset.py wrote (as its --verify does) "
+                             "and list those that fail, with their seeds (in the JSON and the --html page)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --json, --plot or --html file written by this command")
     return parser.parse_args(argv)

@@ -66,29 +66,34 @@ class Report:
     frames: int = 0
     max_error: dict[str, float] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    failed: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # (episode index, seed) → its problems
+
+    def mismatch(self, facts: dict, problem: str) -> None:
+        """One episode's problem: a line for the user, and kept by episode for a report to list."""
+        self.mismatches.append(f"episode {facts['episode_index']} (seed {facts['seed']}): {problem}")
+        self.failed.setdefault((int(facts["episode_index"]), int(facts["seed"])), []).append(problem)
 
     def summary(self) -> str:
         errors = ", ".join(f"{key} {value:.2g}" for key, value in self.max_error.items())
         return f"{self.episodes} episodes, {self.frames} frames; max |error|: {errors}"
 
 
-def _check_images(report: Report, name: str, stored: np.ndarray, rendered: np.ndarray, tolerance: float) -> None:
+def _check_images(report: Report, facts: dict, stored: np.ndarray, rendered: np.ndarray, tolerance: float) -> None:
     if len(stored) != len(rendered):
-        report.mismatches.append(f"{name}: {len(stored)} image frames decode, the episode has {len(rendered)} "
-                                 f"steps")
+        report.mismatch(facts, f"{len(stored)} image frames decode, the episode has {len(rendered)} steps")
         return
     if stored.shape[1:] != rendered.shape[1:]:
-        report.mismatches.append(f"{name}: images are {stored.shape[1:]}, the collection renders {rendered.shape[1:]}")
+        report.mismatch(facts, f"images are {stored.shape[1:]}, the collection renders {rendered.shape[1:]}")
         return
     error = np.abs(stored.astype(np.int16) - rendered.astype(np.int16)).mean(axis=(1, 2, 3))
     report.max_error["image"] = max(report.max_error.get("image", 0.0), float(error.max(initial=0.0)))
     if error.max(initial=0.0) > tolerance:
         frame = int(np.argmax(error > tolerance))
-        report.mismatches.append(f"{name}: image frame {frame} differs from the re-rendered state by "
-                                 f"{error[frame]:.3g} levels on average (tolerance {tolerance})")
+        report.mismatch(facts, f"image frame {frame} differs from the re-rendered state by {error[frame]:.3g} "
+                               f"levels on average (tolerance {tolerance})")
     elif len(stored) > 1 and _squared_error(stored, rendered) > min(_squared_error(stored[1:], rendered[:-1]),
                                                                     _squared_error(stored[:-1], rendered[1:])):
-        report.mismatches.append(f"{name}: the images match the re-rendered states better one step shifted")
+        report.mismatch(facts, "the images match the re-rendered states better one step shifted")
 
 
 def _squared_error(a: np.ndarray, b: np.ndarray) -> float:
@@ -124,41 +129,37 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
     tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()
     for facts, recorded in dataset.iter_episodes(root, True):
-        name = f"episode {facts['episode_index']} (seed {facts['seed']})"
         if len(recorded["action"]) != facts["length"]:
-            report.mismatches.append(f"{name}: {len(recorded['action'])} frames stored, length says {facts['length']}")
+            report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
         executed = _executed(recorded)
         sim = replay(env, facts["seed"], executed, render=True)
-        _check_images(report, name, recorded["image"], sim["image"], tolerance)
+        _check_images(report, facts, recorded["image"], sim["image"], tolerance)
         if executed is not recorded["action"]:
             clean = _imitate(recorded)
             if not np.array_equal(recorded["action"][clean], executed[clean]):
-                report.mismatches.append(f"{name}: a label differs from the executed target on a frame not marked "
-                                         f"off")
+                report.mismatch(facts, "a label differs from the executed target on a frame not marked off")
             if labels_of is not None:
                 error = np.abs(recorded["action"] - labels_of(facts["seed"], executed))
                 report.max_error["label"] = max(report.max_error.get("label", 0.0), float(error.max(initial=0.0)))
                 if error.max(initial=0.0) > TOLERANCE:
                     frame = int(np.argwhere(error > TOLERANCE)[0][0])
-                    report.mismatches.append(f"{name}: the label of frame {frame} is not the demonstrator's "
-                                             f"(off by {error.max():.3g})")
+                    report.mismatch(facts, f"the label of frame {frame} is not the demonstrator's (off by "
+                                           f"{error.max():.3g})")
         for key, want in expected_of(sim).items():
             error = np.abs(np.asarray(recorded[key], np.float64) - np.asarray(want, np.float64).reshape(
                 recorded[key].shape))
             report.max_error[key] = max(report.max_error.get(key, 0.0), float(error.max(initial=0.0)))
             if error.max(initial=0.0) > TOLERANCE:
                 frame = int(np.argwhere(error > TOLERANCE)[0][0])
-                report.mismatches.append(f"{name}: {key} differs by {error.max():.3g} from frame {frame}")
+                report.mismatch(facts, f"{key} differs by {error.max():.3g} from frame {frame}")
         early = np.flatnonzero(sim["is_success"][:-1])
         if early.size:
-            report.mismatches.append(f"{name}: the replay succeeds at frame {early[0]}, before the stored end")
+            report.mismatch(facts, f"the replay succeeds at frame {early[0]}, before the stored end")
         if not facts["success"] and facts["length"] != max_steps:
-            report.mismatches.append(f"{name}: failed after {facts['length']} steps, not at the {max_steps}-step "
-                                     f"limit")
+            report.mismatch(facts, f"failed after {facts['length']} steps, not at the {max_steps}-step limit")
         if bool(sim["is_success"][-1]) != facts["success"]:
-            report.mismatches.append(f"{name}: stored success={facts['success']}, replay gives "
-                                     f"{bool(sim['is_success'][-1])}")
+            report.mismatch(facts, f"stored success={facts['success']}, replay gives {bool(sim['is_success'][-1])}")
         report.episodes += 1
         report.frames += facts["length"]
     return report
@@ -180,6 +181,18 @@ def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource
     assert policy is not None
     print(f"labels: recomputed with {checkpoint}")
     return lambda seed, executed: replayed_labels(env, policy, seed, executed)
+
+
+def replay_failures(root: Path, fmt: str, collection: dict) -> dict:
+    """The replay check of one dataset as a report lists it: how many episodes were replayed, and each that failed
+    with its seed and problems (its labels are held to the executed targets, not recomputed)."""
+    size = collection["image_size"]
+    env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
+    report = verify(root, fmt, env, collection["max_steps"])
+    env.close()
+    return {"episodes": report.episodes, "frames": report.frames,
+            "failed": [{"episode": index, "seed": seed, "problems": problems}
+                       for (index, seed), problems in sorted(report.failed.items())]}
 
 
 VERIFY_CHECKS = {"metadata": "METADATA", "checksums": "CHECKSUM", "replay": "MISMATCH"}  # check: its lines' tag

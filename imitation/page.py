@@ -37,6 +37,8 @@ from datasets_io.statistics import (  # noqa: E402
 )
 from imitation.plot import scaling_figure  # noqa: E402
 
+FLAGS_NOTE = "A seed replays its episode: evaluate.py's --start-seed SEED --episodes 1 runs a policy from that start."
+NO_VERIFY = "Episodes whose replay fails are listed when the report runs with --verify."
 GENERATOR = "pusht_sac dataset_report.py"  # the page's <meta name="generator">: how --overwrite knows it is ours
 GOAL_POSE = np.array([256.0, 256.0, np.pi / 4])  # gym-pusht's target pose of the T (x, y, angle)
 SAMPLE_EPISODES = 8  # trajectories drawn per dataset
@@ -229,7 +231,7 @@ def distributions_figure(datasets: Sequence[PageDataset]) -> str:
 
 def flags(datasets: Sequence[PageDataset]) -> list[dict]:
     """The episodes worth a look, from the statistics' per-episode rows: the longest, the jerkiest, those whose
-    targets touch the board's edge most, and every recorded failure."""
+    targets touch the board's edge most, every recorded failure and (after --verify) every replay that failed."""
     rows = []
     for data in datasets:
         episodes = [dict(row, index=e) for e, row in enumerate(data.entry["statistics"]["per_episode"])]
@@ -238,7 +240,10 @@ def flags(datasets: Sequence[PageDataset]) -> list[dict]:
                                     key=lambda r: -r["mean_jerk_px"])[:FLAGGED],
                  "edge-hugging": sorted((r for r in episodes if r["edge_fraction"] > 0),
                                         key=lambda r: -r["edge_fraction"])[:FLAGGED],
-                 "failed": [r for r in episodes if r["success"] is False]}
+                 "failed": [r for r in episodes if r["success"] is False],
+                 "failed --verify": [dict(episodes[bad["episode"]], problem="; ".join(bad["problems"]))
+                                     for bad in (data.entry.get("verify") or {}).get("failed", [])
+                                     if bad["episode"] < len(episodes)]}
         rows += [{"dataset": data.label, "flag": flag, **row} for flag, picked in picks.items() for row in picked]
     return rows
 
@@ -290,7 +295,7 @@ def header_table(datasets: Sequence[PageDataset], images: dict[str, dict[int, np
 
 
 def flags_table(rows: list[dict]) -> str:
-    head = ("dataset", "flag", "episode", "seed", "length", "jerk px", "edge fraction", "success")
+    head = ("dataset", "flag", "episode", "seed", "length", "jerk px", "edge fraction", "success", "problem")
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
         out.append(f"<tr><td>{html.escape(row['dataset'])}</td><td>{row['flag']}</td>"
@@ -298,6 +303,7 @@ def flags_table(rows: list[dict]) -> str:
                    + _cell(row["mean_jerk_px"], "mean_jerk_px", _fixed(row["mean_jerk_px"], 2))
                    + _cell(row["edge_fraction"], "edge_fraction", _fixed(row["edge_fraction"], 3))
                    + _cell(row["success"], "success", "—" if row["success"] is None else str(row["success"]).lower())
+                   + f"<td>{html.escape(row.get('problem', ''))}</td>"
                    + "</tr>")
     return "\n".join(out) + "</table>"
 
@@ -351,6 +357,7 @@ def build_page(result: dict, datasets: Sequence[PageDataset], title: str) -> str
     """The whole page, from the report's result and the episodes behind each of its datasets."""
     wanted = {d.label: _sample(len(d.episodes), STRIP_EPISODES) for d in datasets}
     images = {d.label: episode_frames(d, wanted[d.label]) for d in datasets}
+    verified = any("verify" in d.entry for d in datasets)
     sections = [
         ("header", "Datasets", header_table(datasets, images)),
         ("coverage", "Start-pose coverage", _img(coverage_figure(datasets), "coverage start poses")),
@@ -360,8 +367,8 @@ def build_page(result: dict, datasets: Sequence[PageDataset], title: str) -> str
              f"each, at {next(iter(images[d.label].values())).shape[1]} px</p>"
              + _img(strip(images[d.label]), f"frames of {d.label}", pixelated=True) for d in datasets)),
         ("distributions", "Distributions", _img(distributions_figure(datasets), "distributions of motion")),
-        ("flags", "Flagged episodes", "<p>Replay one with its seed: collect_dataset.py --verify, evaluate.py."
-                                      "</p>" + flags_table(flags(datasets))),
+        ("flags", "Flagged episodes", f"<p>{FLAGS_NOTE}{'' if verified else ' ' + NO_VERIFY}</p>"
+                                      + flags_table(flags(datasets))),
     ]
     if "imitation" in result:
         imitation = result["imitation"]

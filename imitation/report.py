@@ -19,7 +19,7 @@ from common.files import atomic_write_bytes, guarded_write, remove_created_dirs
 from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
-from datasets_io.verify import check_metadata
+from datasets_io.verify import check_metadata, replay_failures
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
 from imitation.page import PageDataset, build_page, written_here
 from imitation.plot import plot_scaling, plotted_here
@@ -50,6 +50,7 @@ class ReportRequest:
     plot: str | None = None
     json: str | None = None
     html: str | None = None
+    verify: bool = False  # replay every episode of our datasets and list those that fail
     overwrite: bool = False
 
 
@@ -103,15 +104,16 @@ def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstrati
     return episodes[:kept]
 
 
-def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
-    """A dataset's episodes; one of ours must also have metadata that agrees with its data, which a reader trusts."""
+def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration], dict | None]:
+    """A dataset's episodes and its collection record (None: not collected here, e.g. the human reference); one of
+    ours must also have metadata that agrees with its data, which a reader trusts."""
     try:
         fmt, root, episodes = read_demonstrations(path, images=images)
         collection = FORMATS[fmt].read_collection(root)
     except DatasetFormatError as err:
         raise BadInput(str(err)) from None
-    except (OSError, KeyError, ValueError):  # not collected here (e.g. the human reference): nothing to hold it to
-        return fmt, root, episodes
+    except (OSError, KeyError, ValueError):  # nothing to hold it to
+        return fmt, root, episodes, None
     try:
         problems = check_metadata(root, fmt, collection)
     except (OSError, KeyError, ValueError) as err:
@@ -119,7 +121,22 @@ def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration]]:
     if problems:
         raise BadInput(f"{str(root)!r}: {problems[0]}; the metadata disagrees with the data (see collect_dataset.py "
                        f"--verify {str(root)!r}): re-collect it or restore it from a copy")
-    return fmt, root, episodes
+    return fmt, root, episodes, collection
+
+
+def replayed(root: Path, fmt: str, collection: dict | None) -> dict | None:
+    """--verify: the dataset's replay check, printed in a line; None for a dataset not collected here."""
+    if collection is None:
+        print(f"verify {root}: not collected by collect_dataset.py, nothing to replay")
+        return None
+    try:
+        found = replay_failures(root, fmt, collection)
+    except (OSError, KeyError, ValueError, RuntimeError) as err:
+        raise BadInput(f"{str(root)!r} cannot be replayed ({err}); see collect_dataset.py --verify") from None
+    seeds = ", ".join(str(episode["seed"]) for episode in found["failed"])
+    print(f"verify {root}: {found['episodes']} episodes replayed, {len(found['failed'])} failed"
+          + (f" (seeds {seeds})" if seeds else ""))
+    return found
 
 
 def warn_seen_starts(parts: list[tuple[str, list[Demonstration]]], seeds: list[int]) -> None:
@@ -151,14 +168,16 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
     pages: list[PageDataset] = []
     result: dict = {"datasets": []}
     for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
-        fmt, root, episodes = load(path, images="image" in args.learner and args.imitation)
+        fmt, root, episodes, collection = load(path, images="image" in args.learner and args.imitation)
+        checked = replayed(root, fmt, collection) if args.verify else None
         budgets = [None] if is_reference or not args.max_frames else sorted(set(args.max_frames))
         for budget in budgets:
             used = episodes if budget is None else first_frames(episodes, budget)
             statistics = motion_statistics(used)
             print(format_table(statistics, f"{root} ({fmt})" + (f", budget {budget} frames" if budget else "")))
             result["datasets"].append({"dataset": str(root), "format": fmt, "max_frames": budget,
-                                       "reference": is_reference, "statistics": statistics})
+                                       "reference": is_reference, "statistics": statistics,
+                                       **({"verify": checked} if args.verify else {})})
             parts.append((str(root), used))
             pages.append(PageDataset(result["datasets"][-1], Path(path), used))
     if args.imitation:

@@ -140,3 +140,18 @@ def test_chromium_draws_the_page_offline(datasets, tmp_path: Path, capsys) -> No
                    timeout=120, check=True)
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.std() > 20 and (pixels < 128).mean() > 0.01  # drawn: not one colour, not blank
+
+
+def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp_path: Path, capsys) -> None:
+    ours, human = datasets
+    copy = Path(shutil.copytree(ours / "zarr", tmp_path / "zarr"))
+    group = zarr.open_group(str(copy), mode="a")
+    start, seed = int(group["meta"]["episode_ends"][1]), int(group["meta"]["episode_seed"][2])
+    group["data"]["action"][start + 3] = group["data"]["action"][start + 3] + 60.0  # episode 2's fourth target
+    result, text = report(tmp_path, capsys, str(copy), "--reference", str(human), "--verify")
+    checked, reference = (entry["verify"] for entry in result["datasets"])
+    assert reference is None and checked["episodes"] == 4
+    assert [(bad["episode"], bad["seed"]) for bad in checked["failed"]] == [(2, seed)]
+    row = re.search(r"<td>[^<]*zarr</td><td>failed --verify</td>(.*?)</tr>", text).group(1)
+    assert f'data-key="seed" data-value="{seed}"' in row and "differs" in row
+    assert "listed when the report runs with --verify" not in text
