@@ -20,7 +20,16 @@ from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
-DEFAULT_POLICY = Path("assets/policy.pt")
+DEFAULT_POLICY = Path("assets/policy.pt")  # the shipped demonstrator, in the checkout
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def shipped_policy() -> str | None:
+    """The demonstrator's path as recorded: relative when run from the checkout (as the shipped datasets record
+    it), else absolute, so the default works from any working directory; None where the checkout lacks it."""
+    if DEFAULT_POLICY.is_file():
+        return str(DEFAULT_POLICY)
+    return str(CHECKOUT / DEFAULT_POLICY) if (CHECKOUT / DEFAULT_POLICY).is_file() else None
 
 
 EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)
@@ -239,8 +248,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
-    if args.policy == "checkpoint" and args.checkpoint is None and DEFAULT_POLICY.is_file():
-        args = replace(args, checkpoint=str(DEFAULT_POLICY))
+    if args.policy == "checkpoint" and args.checkpoint is None and shipped_policy() is not None:
+        args = replace(args, checkpoint=shipped_policy())
     policy, _ = load_checked_policy(args)
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
+from conftest import REPO, run_script
 
 import collect_dataset
 from datasets_io import lerobot_stats
@@ -29,7 +30,6 @@ from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
 
-REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--keep-failures", "--max-steps", "12"]  # a few short episodes keep each run well under a second
 
 
@@ -298,3 +298,10 @@ def test_workers_hand_over_the_frame_encodings_their_writers_need(names, use_vid
     if "image_stats" in prepared:
         for key, value in fresh.image_stats.items():
             np.testing.assert_array_equal(episode.image_stats[key], value)
+
+
+def test_the_shipped_demonstrator_collects_from_any_working_directory(tmp_path: Path) -> None:
+    result = run_script("collect_dataset.py", "--episodes", "1", "--format", "zarr", "--output", "ds", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (run,) = zarr.open_group(str(tmp_path / "ds"), mode="r").attrs["collection"]["runs"]
+    assert run["policy"] == str(REPO / "assets" / "policy.pt")
