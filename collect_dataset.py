@@ -33,7 +33,6 @@ is removed, DIR is as it was); 130 interrupted (complete episodes saved; continu
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from dataclasses import fields
 from functools import partial
@@ -41,7 +40,13 @@ from pathlib import Path
 
 from common.cli import check_finite, run_command
 from datasets_io.collection.perturbation import DriverFactory
-from datasets_io.collection.plan import DEFAULT_POLICY, FORMAT_CHOICES, CollectionRequest, plan_collection
+from datasets_io.collection.plan import (
+    DEFAULT_POLICY,
+    FORMAT_CHOICES,
+    CollectionRequest,
+    plan_collection,
+    recorded_command,
+)
 from datasets_io.collection.run import collect
 from datasets_io.verify import run_verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS
@@ -111,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         check_finite(args)
         if args.verify is not None:
             return run_verify(Path(args.verify), args.checkpoint)
-        command = shlex.join(["python", "collect_dataset.py", *(sys.argv[1:] if argv is None else argv)])
+        command = recorded_command(sys.argv[1:] if argv is None else argv)
         request = CollectionRequest(**{f.name: getattr(args, f.name) for f in fields(CollectionRequest)
                                        if f.name != "command"}, command=command)
         return collect(plan_collection(request, learner_bursts))

@@ -18,6 +18,9 @@ class CheckpointError(RuntimeError):
     """A checkpoint file that cannot be used, with the file named in the message."""
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]  # the repository: its shipped assets and records, its code for Ray
+
+
 class WriteError(OSError):
     """A file could not be written (full disk, I/O error...); the message names it and says what to do."""
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from common.cli import BadInput, first_line
+from common.files import CHECKOUT
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -38,7 +39,6 @@ Setup = Callable[[C], Callable[[T], R]]
 
 AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
 RAY_INSTALL = "pip install -r requirements-ray.txt"
-PROJECT = Path(__file__).resolve().parents[1]  # the checkout: what a Ray job uploads as its working directory
 RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
 RAY_POLL_S, RAY_ANSWER_S = 10.0, 30.0  # while waiting, the cluster is asked every POLL s and must answer in ANSWER s
 RAY_CONNECT_S = 10.0  # how long a cluster's HOST:PORT may take to accept a connection before the run is refused
@@ -277,7 +277,7 @@ class _Ray:
             # Those excludes are ours, not Ray's defaults, which warn about each one on every run (lines on stderr
             # beside the run's own)
             os.environ.setdefault("RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES", "")
-            cluster = {"runtime_env": {"working_dir": str(PROJECT), "excludes": [".git", ".venv", "venv",
+            cluster = {"runtime_env": {"working_dir": str(CHECKOUT), "excludes": [".git", ".venv", "venv",
                                                                                   "__pycache__"]}}
             token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
 

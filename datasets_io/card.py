@@ -16,14 +16,14 @@ from pathlib import Path
 
 import zarr
 
-from common.files import atomic_write_bytes
+from common.files import CHECKOUT, atomic_write_bytes
 from datasets_io.episode import FPS, TASK
 from datasets_io.formats import lerobot_common, rlds
 
 CARD_NAME = "README.md"
 LICENSE = "mit"  # the repository's LICENSE
-REPO = Path(__file__).resolve().parents[1]
 REFERENCE_RECORD = "results/report_judge_flow_30k.json"  # a shipped report holding the human reference's statistics
+POLICY_RECORD = "assets/eval.json"  # the shipped demonstrator's pusht-eval-v1 record
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"))
 
@@ -88,7 +88,7 @@ def read_facts(fmt: str, root: Path, quality: dict | None = None) -> dict:
 def reference_statistics() -> dict | None:
     """The human reference's motion statistics as the shipped judge report records them (None without it)."""
     try:
-        report = json.loads((REPO / REFERENCE_RECORD).read_text())
+        report = json.loads((CHECKOUT / REFERENCE_RECORD).read_text())
         return next(entry["statistics"] for entry in report["datasets"] if entry["reference"])
     except (OSError, ValueError, KeyError, StopIteration):
         return None
@@ -138,6 +138,7 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
     episodes, frames, size = facts["episodes"], facts["frames"], collection["image_size"]
     category = next(label for bound, label in SIZE_CATEGORIES if frames < bound) if frames < 10_000_000 else "n>10M"
     lerobot = fmt.startswith("lerobot")
+    policy_note = policy_record(collection)
     front = ["---", f"license: {LICENSE}", "task_categories:", "- robotics", "tags:",
              *(["- LeRobot"] if lerobot else []), "- pusht", "- gym-pusht", "- imitation-learning",
              *([f"- {fmt}"] if not lerobot else []), "size_categories:", f"- {category}"]
@@ -169,7 +170,8 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               + ("only successful episodes are kept" if all(r["only_success"] for r in runs)
                  else "failed episodes are kept too") + "."
               + (f" Recovery demonstrations: {json.dumps(perturbation)}; `action` is the clean demonstrator's label."
-                 if perturbation else ""), ""]
+                 if perturbation else "")
+              + (f" {policy_note}" if policy_note else ""), ""]
     header = ("", name) + (("human reference",) if reference else ())
     rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
              *((f"{reference['episodes']:,} / {reference['frames']:,}",) if reference else ()))]
@@ -196,6 +198,23 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               f"  note = {{{TITLES[fmt]}; seeds {seeds.replace('–', '--')}; collect\\_dataset.py}},",
               "}", "```", ""]
     return "\n".join(lines)
+
+
+def policy_record(collection: dict) -> str | None:
+    """The protocol figure of the shipped demonstrator, when every run used it, as its shipped record holds it."""
+    try:
+        record = json.loads((CHECKOUT / POLICY_RECORD).read_text())
+        shipped = CHECKOUT / record["checkpoint"]
+        if not all(Path(run["policy"]).is_file() and Path(run["policy"]).samefile(shipped)
+                   for run in collection["runs"]):
+            return None
+        summary = record["summary"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    low, high = summary["success_rate_ci95"]
+    return (f"The policy, pusht_sac's shipped demonstrator, succeeds on {summary['successes']} of "
+            f"{summary['episodes']} pusht-eval-v1 starts ({_number(summary['success_rate'], 1, True)}, 95 % interval "
+            f"{_number(low, 1, True)}–{_number(high, 1, True)}; this repository's `{POLICY_RECORD}`).")
 
 
 def write_card(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> None:

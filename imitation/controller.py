@@ -5,7 +5,8 @@
         exec_horizon=8
 
 The same frame history, a chunk of targets every `exec_horizon` steps, targets clipped to the board: a deterministic
-learner (mlp) gives the report's episodes exactly. A sampling learner (flow, image) draws its noise from `sample_seed`
+learner (mlp) gives the report's episodes (successes and lengths exactly, rewards to the ~1e-5 by which a
+batched prediction rounds apart from a single one). A sampling learner (flow, image) draws its noise from `sample_seed`
 (its training seed, as the judge's does) afresh each episode, so its figures repeat for any --workers; its draws are
 not the judge's, which shares one stream across a batch of starts, so its figures agree with the report's within
 their intervals, not episode by episode.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from common import parallel
 from common.cli import BadInput
+from common.files import CHECKOUT
 from datasets_io import formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.collector import Job
@@ -21,7 +23,24 @@ from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
 DEFAULT_POLICY = Path("assets/policy.pt")  # the shipped demonstrator, in the checkout
-CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
+
+
+def recorded_command(argv: list[str]) -> str:
+    """The command line a dataset records (and its card shows), without the flags that only choose where it runs:
+    the same dataset is the same bytes on 1 or 8 workers, locally or on Ray."""
+    kept, i = [], 0
+    while i < len(argv):
+        token = argv[i]
+        flag, joined = token.split("=", 1)[0], "=" in token
+        i += 1
+        if flag not in EXECUTION_FLAGS:
+            kept.append(token)
+        elif not joined and i < len(argv) and (flag == "--workers" or not argv[i].startswith("-")):
+            i += 1  # its value (--ray's address is optional)
+    return shlex.join(["python", "collect_dataset.py", *kept])
 
 
 def shipped_policy() -> str | None:

@@ -4,6 +4,7 @@ and the metadata checks both run."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,8 @@ INFO_PATH = "meta/info.json"  # both versions keep their features and totals her
 IMAGE_KEY = "observation.image"
 
 
+# SVT-AV1 prints a 20-line banner on stderr for every encoder it opens; errors only, so stderr stays the run's own
+os.environ.setdefault("SVT_LOG", "1")
 # (encoder, options) in order of preference; g=2 and crf=30 as lerobot encodes, fastest presets.
 VIDEO_CODECS = (("libsvtav1", {"g": "2", "crf": "30", "preset": "12"}),
                 ("libaom-av1", {"g": "2", "crf": "30", "cpu-used": "8"}),

@@ -47,10 +47,11 @@ def files(root: Path) -> dict[str, bytes]:
 def test_ray_collects_the_local_pools_dataset(tmp_path: Path, ray_address: str) -> None:
     runs = {}
     for name, backend in (("pool", []), ("ray", ["--ray", ray_address])):
+        (tmp_path / name).mkdir()  # the same --output from two folders: the same recorded command
         result = run_script("collect_dataset.py", *SMALL, "--episodes", "3", "--format", "both", "--workers", "2",
-                            *backend, "--output", str(tmp_path / name), timeout=120)
+                            *backend, "--output", "ds", timeout=120, cwd=tmp_path / name)
         assert result.returncode == 0, result.stderr
-        runs[name] = files(tmp_path / name)
+        runs[name] = files(tmp_path / name / "ds")
     assert "2 Ray worker(s)" in result.stdout
     assert runs["ray"] == runs["pool"]  # every byte: parquet tables, video, zarr chunks, metadata
 

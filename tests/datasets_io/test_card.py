@@ -72,6 +72,16 @@ def test_the_card_quotes_the_shipped_reference_record(collection: Path) -> None:
     assert f"| {reference['mean_length']:.1f} |" in text.split("| steps per episode (mean) |")[1].splitlines()[0]
 
 
+def test_the_shipped_demonstrators_record_is_quoted_only_for_its_datasets(collection: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    summary = json.loads((card.CHECKOUT / card.POLICY_RECORD).read_text())["summary"]
+    claim = f"succeeds on {summary['successes']} of {summary['episodes']} pusht-eval-v1 starts"
+    assert collect_dataset.main(["--episodes", "1", "--format", "zarr", "--output", str(tmp_path / "ds")]) == 0
+    capsys.readouterr()
+    assert claim in (tmp_path / "ds" / "README.md").read_text()
+    assert claim not in (collection / "zarr" / "README.md").read_text()  # a random policy's: no such record
+
+
 def test_resume_rewrites_the_card_and_verify_holds_it_to_the_data(collection: Path, tmp_path: Path,
                                                                   capsys) -> None:
     copy = Path(shutil.copytree(collection / "zarr", tmp_path / "ds"))

@@ -305,3 +305,22 @@ def test_the_shipped_demonstrator_collects_from_any_working_directory(tmp_path: 
     assert result.returncode == 0, result.stderr
     (run,) = zarr.open_group(str(tmp_path / "ds"), mode="r").attrs["collection"]["runs"]
     assert run["policy"] == str(REPO / "assets" / "policy.pt")
+
+
+def test_the_av1_encoder_keeps_its_banner_off_stderr(tmp_path: Path) -> None:
+    result = run_script("collect_dataset.py", "--policy", "random", *SHORT, "--episodes", "1", "--format", "lerobot",
+                        "--output", str(tmp_path / "ds"))
+    assert result.returncode == 0, result.stderr
+    assert "Svt[" not in result.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["--episodes", "5", "--workers", "2", "--output", "my ds"],
+    ["--workers=2", "--episodes", "5", "--ray", "--output", "my ds"],
+    ["--episodes", "5", "--ray", "10.0.0.1:6379", "--output", "my ds", "--workers", "3"],
+    ["--ray=auto", "--episodes", "5", "--output", "my ds"],
+])
+def test_the_recorded_command_leaves_out_only_where_it_ran(argv: list[str]) -> None:
+    from datasets_io.collection.plan import recorded_command
+
+    assert recorded_command(argv) == "python collect_dataset.py --episodes 5 --output 'my ds'"
