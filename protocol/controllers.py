@@ -17,8 +17,9 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import itertools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
     action that is not two finite numbers, or a controller that raises, ends the run naming the episode and step."""
     controller.reset()
     unit = bool(getattr(controller, "unit_actions", False))
-    steps: Iterator[int] = iter(range(1 << 62))
+    steps = itertools.count()
 
     def act(_obs: np.ndarray) -> np.ndarray:
         step = next(steps)
