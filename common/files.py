@@ -55,10 +55,11 @@ def write_error(err: BaseException, path: str | Path, advice: str) -> WriteError
 
 @contextmanager
 def guarded_write(path: str | Path, advice: str) -> Iterator[None]:
-    """Turn any failure of the writes inside into a `WriteError` naming `path` (Ctrl-C passes through)."""
+    """Turn a failure of the writes inside into a `WriteError` naming `path`: an OSError, or the RuntimeError torch
+    and codecs wrap one in. Anything else is a bug, not the user's disk, and passes through (as does Ctrl-C)."""
     try:
         yield
-    except Exception as err:
+    except (OSError, RuntimeError) as err:
         raise write_error(err, path, advice) from err
 
 
