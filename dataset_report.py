@@ -87,7 +87,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = vars(parse_args(argv))
     request = ReportRequest(**{f.name: args[f.name] for f in fields(ReportRequest)})
-    return run_command(lambda: report(request), "interrupted; nothing written")
+    kept = (f"; the finished jobs and training checkpoints stay in {request.work_dir}: run the same command to go on"
+            if request.work_dir else "")
+    return run_command(lambda: report(request), f"interrupted; no report written{kept}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -373,7 +373,9 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
             found = list((tmp_path / "cut_jobs").glob("*.partial/train.pt"))  # written by atomic rename
         interrupted.send_signal(signal.SIGINT)  # Ctrl-C, after the first checkpoint, before the end of training
         assert interrupted.wait(60) == 130, interrupted.stderr.read()
-        assert interrupted.stderr.read().splitlines() == ["interrupted; nothing written"]
+        assert interrupted.stderr.read().splitlines() == [
+            f"interrupted; no report written; the finished jobs and training checkpoints stay in {tmp_path}/cut_jobs: "
+            f"run the same command to go on"]
         (checkpoint,) = found
         assert load_file(checkpoint)["step"] == CHECKPOINT_EVERY
         assert not (tmp_path / "cut.json").exists()
