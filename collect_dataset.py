@@ -55,7 +55,9 @@ from imitation.judge import load_learner
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # no abbreviated flags: the recorded command must name every flag as parsed (plan.recorded_command)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--verify", metavar="DIR", help="replay every episode of DIR and compare; nothing else runs")
     parser.add_argument("--checkpoint", help=f"training checkpoint or policy file (default: {DEFAULT_POLICY} if "
                                              f"present, else the newest in --checkpoint-dir)")

@@ -3,7 +3,7 @@
     python dataset_report.py DIR [DIR ...] [--imitation] [--learner mlp flow] [--seeds 3] [--exec-horizon 8 1]
                              [--episodes 100] [--start-seed 100000] [--max-frames N [N ...]] [--reference DIR ...]
                              [--quick | --train-steps S] [--workers 2] [--ray [ADDRESS]] [--work-dir DIR]
-                             [--plot PNG] [--json OUT] [--html PAGE] [--overwrite]
+                             [--plot PNG] [--json OUT] [--html PAGE] [--verify] [--overwrite]
 
 DIR: a dataset written by collect_dataset.py in any of its formats (LeRobot v3.0 or v2.1, zarr, RLDS; a folder of
 several formats is read through one of them, its zarr part for the image learner), or any Diffusion Policy replay zarr
@@ -78,8 +78,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="OUT", help="write the full report here")
     parser.add_argument("--html", metavar="PAGE", help="write the report as one self-contained HTML page")
     parser.add_argument("--verify", action="store_true",
-                        help="replay every episode of each dataset collect_dataset.py wrote (as its --verify does) "
-                             "and list those that fail, with their seeds (in the JSON and the --html page)")
+                        help="replay every episode of each dataset collect_dataset.py wrote, in the format read "
+                             "(collect_dataset.py --verify's replay check), and list those that fail with their "
+                             "seeds (in the JSON and the --html page)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --json, --plot or --html file written by this command")
     return parser.parse_args(argv)

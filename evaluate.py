@@ -1,8 +1,8 @@
 """Evaluate a policy with the pusht-eval-v1 protocol (docs/protocol.md): a metrics JSON, mp4 videos, a GIF.
 
-    python evaluate.py [--checkpoint PATH | --policy random | --controller MODULE:FACTORY [--controller-arg K=V ...]]
-                       [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos] [--gif PATH]
-                       [--output eval.json] [--overwrite] [--workers 1]
+    python evaluate.py [--checkpoint PATH | --policy random | --controller MODULE:FACTORY [--controller-arg K=V ...]
+                        [--image-size 96]] [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos]
+                       [--gif PATH] [--output eval.json] [--overwrite] [--workers 1]
 
 Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used. --controller runs any
 policy with the downstream interface (a user's model, a LeRobot checkpoint through protocol.lerobot_policy:load, a
@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="evaluate the controller FACTORY(**args) returns (reset(), __call__(observation) -> "
                              "x, y target in env pixels) instead of a checkpoint; MODULE is importable from here or "
                              "a .py file (see protocol/controllers.py and the README)")
-    parser.add_argument("--controller-arg", nargs="+", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--controller-arg", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                         help="keywords for the factory; values are Python literals where they parse")
     parser.add_argument("--image-size", type=int, default=EvaluationRequest.image_size,
                         help="side of the controller's pixels observation (default %(default)s, as the datasets)")

@@ -140,7 +140,7 @@ def _serve(connection: Connection, setup: Setup, context: Any) -> None:
 def _portable(err: Exception) -> tuple[str, Exception | None]:
     """A task's failure as the driver receives it: its line, and the exception itself where it survives pickling
     (so the caller can still tell, say, a failed write from a failed task)."""
-    line = f"{type(err).__name__}: {err}"
+    line = f"{type(err).__name__}: {first_line(err)}"
     try:
         return line, pickle.loads(pickle.dumps(err))
     except Exception:
@@ -163,21 +163,27 @@ class _Processes:
     forever (and holds the interpreter's exit) on a result a worker was ended halfway through sending."""
 
     def __init__(self, setup: Setup, context: Any, workers: int) -> None:
-        spawn = multiprocessing.get_context("spawn")
-        self.workers: list[_Worker] = []
-        for _ in range(workers):
-            ours, theirs = spawn.Pipe()
-            process = spawn.Process(target=_serve, args=(theirs, setup, context), daemon=True)
-            process.start()
-            theirs.close()  # the worker holds the only other end: its death ends our reads
-            self.workers.append(_Worker(process, ours, collections.deque()))
+        self.setup, self.context, self.size = setup, context, workers
+        self.workers: list[_Worker] = []  # started as items need them, up to `size`
         self.tickets = itertools.count()
+
+    def _start(self) -> _Worker:
+        spawn = multiprocessing.get_context("spawn")
+        ours, theirs = spawn.Pipe()
+        # a daemon, as multiprocessing.Pool's workers: ended with the driver, whatever state it leaves them in (so a
+        # task cannot start processes of its own; none of ours does)
+        process = spawn.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
+        process.start()
+        theirs.close()  # the worker holds the only other end: its death ends our reads
+        self.workers.append(_Worker(process, ours, collections.deque()))
+        return self.workers[-1]
 
     def _holder(self, ticket: int) -> _Worker:
         return next(worker for worker in self.workers if ticket in worker.tickets)
 
     def submit(self, item: Any) -> int:
-        worker = min(self.workers, key=lambda each: len(each.tickets))
+        idle = min(self.workers, key=lambda each: len(each.tickets), default=None)
+        worker = idle if idle is not None and (not idle.tickets or len(self.workers) == self.size) else self._start()
         ticket = next(self.tickets)
         try:
             worker.connection.send(item)

@@ -3,9 +3,11 @@ formats (YAML front matter, then prose and small tables) and a plain one beside 
 
 Every figure on it is read back from the written dataset: the counts and features from the format's own metadata
 (`meta/info.json`, the zarr arrays, `dataset_info.json` / `features.json`), how it was made from its collection
-record, its quality from the motion statistics stored with it; the human reference's statistics are quoted from the
-judge report this repository ships (`REFERENCE_RECORD`). Written before the manifest, so `manifest.json` lists it,
-and rewritten by a `--resume`. `card_problems` holds a card's counts to the data (`--verify`'s metadata check).
+record, its quality from the motion statistics stored with it (fps is the env's control rate, which zarr and RLDS
+do not store); the human reference's statistics and the shipped demonstrator's protocol figure are quoted from the
+records this repository ships (`REFERENCE_RECORD`, `POLICY_RECORD`). Written before the manifest, so
+`manifest.json` lists it, and rewritten by a `--resume`. `card_problems` holds a card's counts to the data
+(`--verify`'s metadata check).
 """
 
 from __future__ import annotations

@@ -188,8 +188,10 @@ def replay_failures(root: Path, fmt: str, collection: dict) -> dict:
     with its seed and problems (its labels are held to the executed targets, not recomputed)."""
     size = collection["image_size"]
     env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
-    report = verify(root, fmt, env, collection["max_steps"])
-    env.close()
+    try:
+        report = verify(root, fmt, env, collection["max_steps"])
+    finally:
+        env.close()
     return {"episodes": report.episodes, "frames": report.frames,
             "failed": [{"episode": index, "seed": seed, "problems": problems}
                        for (index, seed), problems in sorted(report.failed.items())]}

@@ -38,6 +38,7 @@ BOARD_SIZE = 512.0
 VELOCITY_SCALE = 2000.0
 MAX_EPISODE_STEPS = 300
 CONTROL_HZ = 10  # gym-pusht steps the policy at 10 Hz: the fps of videos and datasets
+IMAGE_SIZE = 96  # the side of the observation render datasets store and controllers see (gym-pusht's own default)
 FEATURE_SETS = ("seed", "rich")
 ACTION_MODES = ("absolute", "waypoint")
 
@@ -81,6 +82,12 @@ class PushTOptions:
             raise ValueError(f"env.goal_start_prob must be in [0, 1], got {self.goal_start_prob}")
         if not 0.0 <= self.shaping_gamma <= 1.0:
             raise ValueError(f"env.shaping_gamma must be in [0, 1], got {self.shaping_gamma}")
+
+
+def image_size_problem(size: int) -> str | None:
+    """Why a render side is refused (None: fine): video encoders need an even side, and past 1024 px a frame is
+    megabytes for nothing the board shows."""
+    return None if 64 <= size <= 1024 and size % 2 == 0 else f"must be even and in [64, 1024], got {size}"
 
 
 def block_keypoints(pusht: gym.Env) -> np.ndarray:

@@ -25,13 +25,13 @@ import torch
 from torch import nn
 
 from datasets_io.readers import Demonstration
+from env.pusht_wrapper import IMAGE_SIZE
 from imitation.flow import FlowChunkPolicy, FlowConfig, StateEncoder
 from imitation.normalizer import RangeNormalizer
 from imitation.policy import ACT_DIM
 from imitation.training import train
 from imitation.windows import OBS_DIM, dataset_frame_indices, frame_observation
 
-IMAGE_SIZE = 96
 POINTS = OBS_DIM // 2  # the agent and the block's 8 corners
 
 

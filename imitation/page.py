@@ -34,6 +34,7 @@ from datasets_io.statistics import (  # noqa: E402
     START_POSITION_BINS,
     START_POSITION_RANGE,
     episode_motion,
+    start_cells,
 )
 from imitation.plot import scaling_figure  # noqa: E402
 
@@ -123,12 +124,10 @@ def coverage_figure(datasets: Sequence[PageDataset]) -> str:
         stats = data.entry["statistics"]
         _board(ax, f"{data.label}: {stats['start_cells_visited']}/{stats['start_cells_total']} cells")
         poses = np.stack([ep.start_pose for ep in data.episodes])
-        xy = np.clip(((poses[:, :2] - low) / cell).astype(int), 0, START_POSITION_BINS - 1)
-        angle = np.clip((((poses[:, 2] + np.pi) % (2 * np.pi)) / (2 * np.pi) * START_ANGLE_BINS).astype(int), 0,
-                        START_ANGLE_BINS - 1)
+        position, angle = np.divmod(start_cells(data.episodes), START_ANGLE_BINS)
         for i in range(START_POSITION_BINS):
             for j in range(START_POSITION_BINS):
-                seen = len(set(angle[(xy[:, 0] == i) & (xy[:, 1] == j)]))
+                seen = len(set(angle[position == i * START_POSITION_BINS + j]))
                 ax.add_patch(Rectangle((low + i * cell, low + j * cell), cell, cell, edgecolor="#999999",
                                        facecolor=plt.cm.Blues(0.15 + 0.85 * seen / START_ANGLE_BINS) if seen else
                                        "none", alpha=0.6, linewidth=0.6))
@@ -265,19 +264,20 @@ HEADER_ROWS = (  # (label, statistics key, digits)
 )
 
 
-def header_table(datasets: Sequence[PageDataset], images: dict[str, dict[int, np.ndarray]]) -> str:
+def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.ndarray]]) -> str:
     """The datasets side by side: the facts their cards state, then the headline statistics (the JSON's)."""
     columns = []
-    for data in datasets:
+    for data, shown in zip(datasets, images, strict=True):
         root = Path(data.entry["dataset"])
         try:
             collection = FORMATS[data.entry["format"]].read_collection(root)
-        except (OSError, KeyError, ValueError):
-            collection = {}
+            fps = card.read_facts(data.entry["format"], root, data.entry["statistics"])["fps"]
+        except (OSError, KeyError, ValueError):  # not collected here: only what its arrays say
+            collection, fps = {}, "not recorded"
         runs = collection.get("runs", [])
-        frames = next(iter(images[data.label].values()), None)
+        frames = next(iter(shown.values()), None)
         facts = {"format": FORMATS[data.entry["format"]].title + (" (reference)" if data.entry["reference"] else ""),
-                 "fps": card.read_facts(data.entry["format"], root, data.entry["statistics"])["fps"],
+                 "fps": fps,
                  "image size": "—" if frames is None else f"{frames.shape[1]}×{frames.shape[2]}",
                  "policy": ", ".join(dict.fromkeys(str(run["policy"]) for run in runs)) or "not recorded",
                  "seeds": f"{runs[0]['start_seed']}–{runs[-1]['next_seed'] - 1}" if runs else "not recorded",
@@ -355,17 +355,18 @@ h2{border-bottom:1px solid #ddd;margin-top:1.5em}"""
 
 def build_page(result: dict, datasets: Sequence[PageDataset], title: str) -> str:
     """The whole page, from the report's result and the episodes behind each of its datasets."""
-    wanted = {d.label: _sample(len(d.episodes), STRIP_EPISODES) for d in datasets}
-    images = {d.label: episode_frames(d, wanted[d.label]) for d in datasets}
+    wanted = [_sample(len(d.episodes), STRIP_EPISODES) for d in datasets]  # by position: two labels may be equal
+    images = [episode_frames(d, picked) for d, picked in zip(datasets, wanted, strict=True)]
     verified = any("verify" in d.entry for d in datasets)
     sections = [
         ("header", "Datasets", header_table(datasets, images)),
         ("coverage", "Start-pose coverage", _img(coverage_figure(datasets), "coverage start poses")),
         ("trajectories", "Trajectories",
          _img(trajectories_figure(datasets), "trajectories on the board") + "".join(
-             f"<p>{html.escape(d.label)}: episodes {', '.join(map(str, wanted[d.label]))}, {STRIP_FRAMES} frames "
-             f"each, at {next(iter(images[d.label].values())).shape[1]} px</p>"
-             + _img(strip(images[d.label]), f"frames of {d.label}", pixelated=True) for d in datasets)),
+             f"<p>{html.escape(d.label)}: episodes {', '.join(map(str, picked))}, {STRIP_FRAMES} frames "
+             f"each, at {next(iter(shown.values())).shape[1]} px</p>"
+             + _img(strip(shown), f"frames of {d.label}", pixelated=True)
+             for d, picked, shown in zip(datasets, wanted, images, strict=True))),
         ("distributions", "Distributions", _img(distributions_figure(datasets), "distributions of motion")),
         ("flags", "Flagged episodes", f"<p>{FLAGS_NOTE}{'' if verified else ' ' + NO_VERIFY}</p>"
                                       + flags_table(flags(datasets))),

@@ -211,15 +211,15 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
             with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
                 plot_scaling(rows, args.plot, f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
             print(f"wrote {args.plot}")
-    if args.html:
-        with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
-            page = build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}")
-            atomic_write_bytes(args.html, page.encode())
-        print(f"wrote {args.html} ({len(page.encode()):,} bytes)")
     result["seconds"] = time.perf_counter() - started
-    if args.json:
+    if args.json:  # first: the figures of a long judgement are kept whatever the page does
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
             atomic_write_bytes(args.json, (json.dumps(result, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
+    if args.html:
+        page = build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}").encode()
+        with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
+            atomic_write_bytes(args.html, page)
+        print(f"wrote {args.html} ({len(page):,} bytes)")
     print(f"report took {result['seconds']:.0f} s")
     return 0

@@ -7,6 +7,8 @@ directory, or a .py file) called with `--controller-arg KEY=VALUE` keywords, and
     __call__(observation) -> xy   each step; the PD target in env pixels (the board spans [0, 512]), or in [-1, 1]
                                   where the controller sets `unit_actions = True`
 
+and, optionally, `files`: the paths it read (weights, configs), whose SHA-256 the metrics JSON records.
+
 The observation is what our datasets store for the frame: `pixels` (uint8, S×S×3, the env render at the image size),
 `agent_pos` (float64, 2: the agent in env pixels) and `environment_state` (float64, 16: the block's 8 keypoints,
 x0, y0, x1, …, in env pixels).
@@ -29,7 +31,7 @@ import numpy as np
 
 from common.cli import BadInput, first_line
 from common.files import sha256_file
-from env.pusht_wrapper import PUSHT_ENV_ID, block_keypoints, make_env
+from env.pusht_wrapper import IMAGE_SIZE, PUSHT_ENV_ID, block_keypoints, make_env
 from protocol.pusht_eval import Policy
 
 
@@ -43,7 +45,7 @@ class ControllerSpec:
 
     target: str  # MODULE:FACTORY or path/to/file.py:FACTORY
     args: tuple[tuple[str, str], ...] = ()  # KEY, VALUE as typed
-    image_size: int = 96
+    image_size: int = IMAGE_SIZE
 
     def keywords(self) -> dict[str, Any]:
         return {key: literal(value) for key, value in self.args}
@@ -80,8 +82,13 @@ def load_factory(target: str) -> Callable[..., Any]:
             path = Path(module_name)
             if not path.is_file():
                 raise BadInput(f"--controller: no file {module_name!r}")
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(spec)
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:
+                sys.path.append(folder)  # as when the file runs as a script: its neighbours import
+            # registered before it runs, as an import would be (dataclasses look their module up there)
+            name = f"_controller_{path.stem}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = sys.modules[name] = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
             if "" not in sys.path and str(Path.cwd()) not in sys.path:
@@ -142,9 +149,14 @@ def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
         step = next(steps)
         where = f"episode seed {seed}, step {step}"
         try:
-            action = np.asarray(controller(observation(env)), dtype=np.float64)
+            returned = controller(observation(env))
         except Exception as err:
             raise ControllerError(f"{where}: the controller raised {type(err).__name__}: {first_line(err)}") from None
+        try:
+            action = np.asarray(returned, dtype=np.float64)
+        except (TypeError, ValueError, RuntimeError):  # e.g. a dict, or a tensor still on the GPU
+            raise ControllerError(f"{where}: the controller returned a {type(returned).__name__}, not two numbers; "
+                                  f"return a NumPy array or list of x, y") from None
         if action.size != 2:
             raise ControllerError(f"{where}: the controller returned shape {action.shape}; it must return one x, y "
                                   f"target (shape (2,))")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import imageio
@@ -22,8 +24,8 @@ from tqdm import tqdm
 
 from common import parallel
 from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys
-from common.files import WriteError, atomic_write_bytes, guarded_write
-from env.pusht_wrapper import CONTROL_HZ, PUSHT_ENV_ID, make_env
+from common.files import WriteError, atomic_write_bytes, guarded_write, remove_created_dirs
+from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
 from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import env_spec, load_checked_policy, random_policy
@@ -51,7 +53,7 @@ class EvaluationRequest:
     workers: int = 1
     controller: str | None = None  # MODULE:FACTORY of a controller (protocol/controllers.py) instead of a checkpoint
     controller_arg: tuple[str, ...] = ()  # KEY=VALUE keywords of the factory
-    image_size: int = 96  # the side of a controller's `pixels`, as collect_dataset.py --image-size
+    image_size: int = IMAGE_SIZE  # the side of a controller's `pixels`, as collect_dataset.py --image-size
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,12 @@ def video_name(seed: int, success: bool) -> str:
 class Evaluator:
     """One worker's env and policy; evaluates one seed at a time and writes its video / GIF if asked."""
 
-    def __init__(self, job: EvaluationJob) -> None:
+    def __init__(self, job: EvaluationJob, controller: Any = None) -> None:
+        """`controller`: the job's controller, already built by this process (else it is built here)."""
         torch.set_num_threads(1)  # one thread in every worker: the same arithmetic, so the same records
         self.job = job
         self.policy = job.policy
-        self.controller = controllers.build(job.controller) if job.controller else None
+        self.controller = controller or (controllers.build(job.controller) if job.controller else None)
         self.env = controllers.controller_env(job.controller) if job.controller else make_env(*env_spec(job.policy))
         self.act_dim = int(np.prod(self.env.action_space.shape))
 
@@ -121,7 +124,7 @@ class Evaluator:
                         writer.close()
                 if writer is not None:
                     check_video(partial, written)
-        except WriteError:
+        except BaseException:  # a failed write, a controller's bad action, Ctrl-C: no partial video stays
             partial.unlink(missing_ok=True)
             raise
         if writer is not None:
@@ -145,12 +148,14 @@ def check_video(path: Path, frames: int) -> None:
         raise OSError(f"ffmpeg stopped after {found} of {frames} frames")
 
 
-def run_seeds(job: EvaluationJob, seeds: list[int], workers: int) -> list[EpisodeRecord]:
-    """Every seed's record, ordered by seed whatever the worker count; a progress bar shows the success rate."""
+def run_seeds(job: EvaluationJob, seeds: list[int], workers: int, controller: Any = None) -> list[EpisodeRecord]:
+    """Every seed's record, ordered by seed whatever the worker count; a progress bar shows the success rate.
+    `controller`: the job's controller already built here, used as it is when the seeds run in this process."""
     records: list[EpisodeRecord] = []
+    setup = partial(Evaluator, controller=controller) if workers == 1 and controller is not None else Evaluator
     with tqdm(total=len(seeds), unit="ep", dynamic_ncols=True) as progress:
         try:
-            for _, record in parallel.imap(Evaluator, job, seeds, parallel.backend(workers, None),
+            for _, record in parallel.imap(setup, job, seeds, parallel.backend(workers, None),
                                            lambda seed: f"episode seed {seed}", ordered=False):
                 records.append(record)
                 progress.update(1)
@@ -175,8 +180,8 @@ def validate(request: EvaluationRequest) -> None:
         raise BadInput("--controller replaces --checkpoint and --policy random; drop one")
     if request.controller_arg and not request.controller:
         raise BadInput("--controller-arg needs --controller MODULE:FACTORY")
-    if request.image_size < 1:
-        raise BadInput(f"--image-size must be >= 1, got {request.image_size}")
+    if (problem := image_size_problem(request.image_size)) is not None:
+        raise BadInput(f"--image-size {problem}")
 
 
 def check_media(request: EvaluationRequest) -> None:
@@ -189,13 +194,14 @@ def check_media(request: EvaluationRequest) -> None:
                        f"or choose another --video-dir / --gif")
 
 
-def check_output_dirs(request: EvaluationRequest) -> None:
-    """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind."""
-    check_writable_dir(Path(request.output).parent, "--output")
+def check_output_dirs(request: EvaluationRequest) -> list[Path]:
+    """Runs after the policy checks, so a bad checkpoint leaves no empty folders behind; the folders created."""
+    created = check_writable_dir(Path(request.output).parent, "--output")
     if request.videos:
-        check_writable_dir(Path(request.video_dir), "--video-dir")
+        created += check_writable_dir(Path(request.video_dir), "--video-dir")
     if request.gif:
-        check_writable_dir(Path(request.gif).parent, "--gif")
+        created += check_writable_dir(Path(request.gif).parent, "--gif")
+    return created
 
 
 def print_table(result: dict) -> None:
@@ -229,22 +235,29 @@ def evaluate(request: EvaluationRequest) -> dict:
         controller, policy = controllers.build(spec), None  # here first: a broken one is named before any work
     else:
         policy, _ = load_checked_policy(request)
-    check_output_dirs(request)
+    created = check_output_dirs(request)
     env_id, env_options = env_spec(policy)
     if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
     seeds = [request.start_seed + i for i in range(request.episodes)]
     job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
-    records = run_seeds(job, seeds, request.workers)
+    described = None if spec is None else {
+        "target": spec.target, "args": dict(spec.args), "image_size": spec.image_size,
+        "unit_actions": bool(getattr(controller, "unit_actions", False)),
+        "files": controllers.file_hashes(spec, controller)}
+    if request.workers > 1:
+        controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
+    try:
+        records = run_seeds(job, seeds, request.workers, controller)
+    except BadInput:  # a controller's bad action: the videos of finished episodes stay, empty folders do not
+        remove_created_dirs(created)
+        raise
     result = {
         "protocol": PROTOCOL_NAME if env_id == PUSHT_ENV_ID else None,  # the protocol's starts are PushT's
         "checkpoint": policy.source if policy else None,
         "step": policy.step if policy else None,
         "policy": "controller" if spec else request.policy,
-        "controller": None if spec is None else {
-            "target": spec.target, "args": dict(spec.args), "image_size": spec.image_size,
-            "unit_actions": bool(getattr(controller, "unit_actions", False)),
-            "files": controllers.file_hashes(spec, controller)},
+        "controller": described,
         "env_id": env_id,
         "env_options": asdict(env_options),
         "start_seed": request.start_seed,

@@ -16,7 +16,7 @@ from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.verify import check_metadata
-from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID
+from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, image_size_problem
 from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
@@ -240,7 +240,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
                        f"{' '.join(existing)}")
     if record:
         check_resumable(existing, record)
-    image_size = record.get("image_size", 96) if args.image_size is None else args.image_size
+    image_size = record.get("image_size", IMAGE_SIZE) if args.image_size is None else args.image_size
     max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
     use_video = record.get("video", not args.no_video)
     for option, key in (("--image-size", "image_size"), ("--max-steps", "max_steps")):
@@ -249,8 +249,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             raise BadInput(f"{str(output)!r} was collected with {option} {record[key]}; --resume must keep it")
     if record and args.no_video and use_video:
         raise BadInput(f"{str(output)!r} stores video; --resume cannot add --no-video episodes")
-    if not (64 <= image_size <= 1024 and image_size % 2 == 0):
-        raise BadInput(f"--image-size must be even and in [64, 1024], got {image_size}")
+    if (problem := image_size_problem(image_size)) is not None:
+        raise BadInput(f"--image-size {problem}")
     if not 1 <= max_steps <= MAX_EPISODE_STEPS:
         raise BadInput(f"--max-steps must be in [1, {MAX_EPISODE_STEPS}], got {max_steps}")
     next_seed = record.get("next_seed", 0)

@@ -155,3 +155,15 @@ def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp
     row = re.search(r"<td>[^<]*zarr</td><td>failed --verify</td>(.*?)</tr>", text).group(1)
     assert f'data-key="seed" data-value="{seed}"' in row and "differs" in row
     assert "listed when the report runs with --verify" not in text
+
+
+def test_two_folders_of_one_name_keep_their_own_facts(tmp_path: Path, capsys) -> None:
+    for parent, size, episodes in (("b", "64", "3"), ("c", "96", "2")):
+        assert collect_dataset.main(["--policy", "random", "--keep-failures", "--max-steps", "8", "--episodes",
+                                     episodes, "--image-size", size, "--format", "zarr", "--output",
+                                     str(tmp_path / parent / "ds")]) == 0
+    result, text = report(tmp_path, capsys, str(tmp_path / "b" / "ds"), str(tmp_path / "c" / "ds"))
+    assert [entry["statistics"]["episodes"] for entry in result["datasets"]] == [3, 2]
+    assert "<tr><th>image size</th><td>64×64</td><td>96×96</td></tr>" in text
+    assert re.search(r"ds: episodes 0, 1, 2, 8 frames each, at 64 px.*ds: episodes 0, 1, 8 frames each, at 96 px",
+                     text, re.S)

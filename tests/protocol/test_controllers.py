@@ -37,6 +37,27 @@ CHASE = '''
     def make(unit=False):
         return Chase(unit)
 '''
+KEYWORDS = """
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Target:  # a dataclass in a file given by path: it must import as a module would
+    x: float
+    y: float
+
+    def reset(self) -> None:
+        pass
+
+    def __call__(self, observation) -> list[float]:
+        return [self.x, self.y]
+
+
+def make(x: float = 256.0, y: float = 256.0) -> Target:
+    return Target(x, y)
+"""
 BROKEN = {
     "does_not_import": "import no_such_module_anywhere\n",
     "raises": "def make():\n    raise RuntimeError('no weights here')\n",
@@ -45,12 +66,15 @@ BROKEN = {
                  "def make():\n    return C()\n",
     "not_finite": "class C:\n    def reset(self): pass\n    def __call__(self, o): return [float('nan'), 2.0]\n"
                   "def make():\n    return C()\n",
+    "a_dict": "class C:\n    def reset(self): pass\n    def __call__(self, o): return {'x': 1.0, 'y': 2.0}\n"
+              "def make():\n    return C()\n",
 }
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "chase.py").write_text(textwrap.dedent(CHASE))
+    (tmp_path / "keywords.py").write_text(KEYWORDS)
     for name, source in BROKEN.items():
         (tmp_path / f"{name}.py").write_text(source)
     return tmp_path
@@ -98,6 +122,8 @@ def test_workers_and_action_conventions_give_the_same_records(folder: Path, caps
     (["--controller", "chase:make", "--controller-arg", "speed=2"], "raised TypeError"),
     (["--controller", "chase:make", "--policy", "random"], "--controller replaces --checkpoint"),
     (["--controller", "bad_shape:make"], r"episode seed 100000, step 0: the controller returned shape \(3,\)"),
+    (["--controller", "a_dict:make"], r"step 0: the controller returned a dict, not two numbers"),
+    (["--controller", "chase:make", "--image-size", "4000"], r"--image-size must be even and in \[64, 1024\]"),
     (["--controller", "not_finite:make", "--workers", "2"],
      r"episode seed 10000[01], step 0: the controller returned \[nan, 2.0\]; targets must be finite"),
 ])
@@ -109,3 +135,19 @@ def test_a_broken_controller_is_one_line_and_exit_2(argv: list[str], line: str, 
     assert code == 2
     assert re.search(line, one_error(err))
     assert tree(folder) == before
+
+
+def test_a_dataclass_file_takes_every_repeated_keyword(folder: Path, capsys) -> None:
+    _, result = evaluation(folder, capsys, "--controller", f"{folder / 'keywords.py'}:make", "--controller-arg",
+                           "x=100", "--controller-arg", "y=400.5", "--videos", "0")
+    assert result["controller"]["args"] == {"x": "100", "y": "400.5"}
+
+
+def test_a_bad_action_in_a_recorded_episode_is_bad_input_and_leaves_no_partial_video(folder: Path, capsys,
+                                                                                     monkeypatch) -> None:
+    monkeypatch.chdir(folder)
+    before = tree(folder)
+    code, _, err = run(evaluate.main, ["--controller", "not_finite:make", "--episodes", "1", "--videos", "1",
+                                       "--video-dir", "videos", "--output", "eval.json"], capsys)
+    assert code == 2 and "step 0: the controller returned [nan, 2.0]" in one_error(err)
+    assert tree(folder) == before  # no partial mp4, no empty videos/ folder
