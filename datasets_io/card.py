@@ -62,9 +62,10 @@ def _rlds_features(node: dict, prefix: str = "") -> list[tuple[str, str, list[in
     return [(prefix.rstrip("/"), spec.get("dtype", "string"), shape)]
 
 
-def read_facts(fmt: str, root: Path, quality: dict | None = None) -> dict:
+def read_facts(fmt: str, root: Path) -> dict:
     """What the format's own metadata says the dataset holds: episodes, frames, fps, its version and features. RLDS
-    records no frame count: its frames are those the motion statistics (`quality`) counted, else counted here."""
+    records no frame count: its frames are those its stored motion statistics counted (held by its checksums), not
+    a second pass over the shards, which its metadata check already reads."""
     if fmt.startswith("lerobot"):
         info = lerobot_common.read_json(root, lerobot_common.INFO_PATH)
         return {"episodes": info["total_episodes"], "frames": info["total_frames"], "fps": info["fps"],
@@ -82,7 +83,7 @@ def read_facts(fmt: str, root: Path, quality: dict | None = None) -> dict:
     info = lerobot_common.read_json(root, rlds.INFO_PATH)
     lengths = [int(n) for n in info["splits"][0]["shardLengths"]]
     features = _rlds_features(lerobot_common.read_json(root, rlds.FEATURES_PATH))
-    frames = quality["frames"] if quality else sum(len(steps["action"]) for _, steps in rlds.iter_episodes(root))
+    frames = lerobot_common.read_json(root, rlds.QUALITY_PATH)["frames"]
     return {"episodes": sum(lengths), "frames": frames, "fps": FPS, "features": features,
             "version": f"RLDS, TFDS builder directory {info['name']} {info['version']}"}
 
@@ -221,7 +222,7 @@ def policy_record(collection: dict) -> str | None:
 
 def write_card(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> None:
     """Write (or rewrite, on --resume) the card of the dataset at `root`."""
-    card = build_card(name, fmt, read_facts(fmt, root, quality), collection, quality, reference_statistics(),
+    card = build_card(name, fmt, read_facts(fmt, root), collection, quality, reference_statistics(),
                       siblings)
     atomic_write_bytes(root / CARD_NAME, card.encode())
 

@@ -46,9 +46,7 @@ class LearnerController:
 
     def __call__(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         self.loop.observe(self.learner.view(observation))
-        if not self.loop.queue:
-            self.loop.enqueue(self.learner.predict(self.loop.stacked()[None], self.noise)[0])
-        return self.loop.next_target()
+        return self.loop.target(self.learner, self.noise)
 
 
 def load(path: str, exec_horizon: int = 8, sample_seed: int | None = None) -> LearnerController:

@@ -43,6 +43,12 @@ class ChunkedController:
     def next_target(self) -> np.ndarray:
         return np.clip(self.queue.popleft(), 0.0, BOARD_SIZE)
 
+    def target(self, learner: ChunkPolicy, noise: torch.Generator) -> np.ndarray:
+        """The next target of one episode, `learner` predicting a new chunk from the history when none is queued."""
+        if not self.queue:
+            self.enqueue(learner.predict(self.stacked()[None], noise)[0])
+        return self.next_target()
+
 
 class LearnerBursts:
     """A relabelling round's burst driver (datasets_io.perturbation.BurstDriver): the learner steers with its chunks,
@@ -60,9 +66,7 @@ class LearnerBursts:
         self.controller.queue.clear()
 
     def target(self) -> np.ndarray:
-        if not self.controller.queue:
-            self.controller.enqueue(self.learner.predict(self.controller.stacked()[None], self.noise)[0])
-        return self.controller.next_target()
+        return self.controller.target(self.learner, self.noise)
 
 
 def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int], sample_seed: int = 0,

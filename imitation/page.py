@@ -207,15 +207,16 @@ DISTRIBUTIONS = (  # (title, per-frame motion key or per-episode statistic)
 def distributions_figure(datasets: Sequence[PageDataset]) -> str:
     """Each motion figure's distribution, every dataset overlaid (densities, to the 99th percentile)."""
     fig, axes = plt.subplots(1, len(DISTRIBUTIONS), figsize=(3.4 * len(DISTRIBUTIONS), 3.0))
+    motions = [[episode_motion(ep) for ep in data.episodes] for data in datasets]  # once per episode, every figure
     for ax, (title, key) in zip(axes, DISTRIBUTIONS, strict=True):
         values = []
-        for data in datasets:
+        for data, motion in zip(datasets, motions, strict=True):
             if key == "length":
                 values.append(np.array([ep.length for ep in data.episodes], float))
             elif key == "edge":
-                values.append(np.array([episode_motion(ep)["edge"].mean() for ep in data.episodes]))
+                values.append(np.array([m["edge"].mean() for m in motion]))
             else:
-                values.append(np.concatenate([episode_motion(ep)[key] for ep in data.episodes]))
+                values.append(np.concatenate([m[key] for m in motion]))
         top = max((np.percentile(v, 99) for v in values if v.size), default=1.0) or 1.0
         bins = np.linspace(0, top, 31)
         for n, (data, value) in enumerate(zip(datasets, values, strict=True)):
@@ -271,7 +272,7 @@ def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.
         root = Path(data.entry["dataset"])
         try:
             collection = FORMATS[data.entry["format"]].read_collection(root)
-            fps = card.read_facts(data.entry["format"], root, data.entry["statistics"])["fps"]
+            fps = card.read_facts(data.entry["format"], root)["fps"]
         except (OSError, KeyError, ValueError):  # not collected here: only what its arrays say
             collection, fps = {}, "not recorded"
         runs = collection.get("runs", [])

@@ -97,7 +97,8 @@ def load_factory(target: str) -> Callable[..., Any]:
     except BadInput:
         raise
     except Exception as err:
-        raise BadInput(f"--controller: importing {module_name!r} failed ({type(err).__name__}: {err})") from None
+        raise BadInput(f"--controller: importing {module_name!r} failed ({type(err).__name__}: "
+                       f"{first_line(err)})") from None
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise BadInput(f"--controller: {module_name!r} has no callable {attribute!r}")
@@ -142,7 +143,7 @@ def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
     """The protocol's policy (observation → action in [-1, 1]) for one episode of `controller`, which it resets; an
     action that is not two finite numbers, or a controller that raises, ends the run naming the episode and step."""
     controller.reset()
-    unit = bool(getattr(controller, "unit_actions", False))
+    unit = unit_actions(controller)
     steps = itertools.count()
 
     def act(_obs: np.ndarray) -> np.ndarray:
@@ -166,6 +167,18 @@ def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
         return np.clip(action, -1.0, 1.0).astype(np.float32) if unit else env.unit_action(action)
 
     return act
+
+
+def describe(spec: ControllerSpec, controller: Any) -> dict:
+    """What the metrics JSON records of an evaluated controller: its factory, arguments as typed, image size, action
+    convention and the files behind it."""
+    return {"target": spec.target, "args": dict(spec.args), "image_size": spec.image_size,
+            "unit_actions": unit_actions(controller), "files": file_hashes(spec, controller)}
+
+
+def unit_actions(controller: Any) -> bool:
+    """Whether the controller declared the [-1, 1] action convention (else: env pixels)."""
+    return bool(getattr(controller, "unit_actions", False))
 
 
 def file_hashes(spec: ControllerSpec, controller: Any) -> dict[str, str]:

@@ -241,10 +241,7 @@ def evaluate(request: EvaluationRequest) -> dict:
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
     seeds = [request.start_seed + i for i in range(request.episodes)]
     job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
-    described = None if spec is None else {
-        "target": spec.target, "args": dict(spec.args), "image_size": spec.image_size,
-        "unit_actions": bool(getattr(controller, "unit_actions", False)),
-        "files": controllers.file_hashes(spec, controller)}
+    described = None if spec is None else controllers.describe(spec, controller)
     if request.workers > 1:
         controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
     try:

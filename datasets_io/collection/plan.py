@@ -267,8 +267,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
-    if args.policy == "checkpoint" and args.checkpoint is None and shipped_policy() is not None:
-        args = replace(args, checkpoint=shipped_policy())
+    if args.policy == "checkpoint" and args.checkpoint is None and (shipped := shipped_policy()) is not None:
+        args = replace(args, checkpoint=shipped)
     policy, _ = load_checked_policy(args)
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
