@@ -14,11 +14,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
+
+# What the suite needs from the environment, set here so that a bare `python -m pytest` is CI's run: one OpenMP thread
+# (read when torch first loads, so before any test module imports it) and SDL's dummy driver (no display needed).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-torch.set_num_threads(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import torch  # here, after the environment above is set
+
+    torch.set_num_threads(1)
 
 
 def run_script(script: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
