@@ -28,6 +28,9 @@ to go on.
 Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a
 mismatch; 2 bad input (one line on stderr); 74 the dataset could not be written (e.g. full disk: the partial build
 is removed, DIR is as it was); 130 interrupted (complete episodes saved; continue with --resume).
+With --resume, --episodes is the dataset's total (as train.py's max_env_steps): the same command finishes an
+interrupted run, a complete dataset is nothing to do (exit 0, left as it is), a larger --episodes grows it. The
+collection record and the dataset card keep every run.
 """
 
 from __future__ import annotations
@@ -65,7 +68,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="where to look for the newest checkpoint (default: %(default)s)")
     parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
                         help="'random': uniform random actions, for tests without a checkpoint")
-    parser.add_argument("--episodes", type=int, help="episodes to keep (required unless --verify)")
+    parser.add_argument("--episodes", type=int,
+                        help="episodes to keep (required unless --verify); with --resume the dataset's total: a "
+                             "dataset that holds them is left as it is (exit 0), a smaller one is filled up to it")
     parser.add_argument("--output", help="dataset directory")
     parser.add_argument("--format", nargs="+", choices=FORMAT_CHOICES, metavar="FORMAT",
                         help=f"one or more of {', '.join(FORMAT_CHOICES)} (both: lerobot zarr); several go to "
@@ -78,8 +83,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "RAY_ADDRESS, else a local Ray for this run); docs/scale.md")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset at --output")
     parser.add_argument("--resume", action="store_true",
-                        help="add episodes to the dataset at --output, seeds continuing after the last tried "
-                             "(an absent or empty --output starts a new one)")
+                        help="finish the dataset at --output: collect until it holds --episodes, seeds continuing "
+                             "after the last tried (an absent or empty --output starts a new one); the same command "
+                             "completes an interrupted run")
     parser.add_argument("--action-noise", type=float, default=CollectionRequest.action_noise, metavar="SIGMA",
                         help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic)")
     bursts = parser.add_argument_group("recovery demonstrations (datasets_io/collection/perturbation.py)")

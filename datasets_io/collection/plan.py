@@ -64,16 +64,17 @@ def format_names(flags: list[str]) -> tuple[str, ...]:
 
 
 
-def check_resumable(roots: dict[str, Path], collection: dict) -> None:
+def check_resumable(roots: dict[str, Path], collection: dict) -> int:
     """Check every existing dataset before adding to it: its bytes are the ones written (where a manifest records
     them), its metadata agrees with its data, and its frames (not its images) read. A damaged or edited file is
-    named as bad input, not carried into the resumed dataset or reported later as a failed write."""
+    named as bad input, not carried into the resumed dataset or reported later as a failed write. The episodes it
+    holds (what --episodes counts toward)."""
+    held = 0
     for name, root in roots.items():
         try:
             problems = check_metadata(root, name, collection)
             problems += manifest.check(root) if (root / manifest.MANIFEST_NAME).is_file() else []
-            for _ in FORMATS[name].iter_episodes(root, False):
-                pass
+            held = sum(1 for _ in FORMATS[name].iter_episodes(root, False))
             if name == "zarr":
                 zarr_replay.check_appendable(root)
         except (OSError, KeyError, ValueError, RuntimeError) as err:
@@ -82,6 +83,7 @@ def check_resumable(roots: dict[str, Path], collection: dict) -> None:
             raise BadInput(f"cannot resume: the {FORMATS[name].title} dataset {str(root)!r} is damaged or changed "
                            f"since collection ({problems[0]}); nothing was written. Check it with --verify, then "
                            f"collect into a new --output")
+    return held
 
 
 @dataclass
@@ -91,13 +93,19 @@ class Plan:
     output: Path
     mode: str  # "new", "overwrite" or "resume"
     job: Job  # the formats, video choice and policy too: the workers need them
-    episodes: int
+    episodes: int  # the dataset's total when done: with --resume, what it holds counts toward it
     start_seed: int
     max_attempts: int
     keep_failures: bool
     backend: parallel.Backend
     collection: dict  # the existing dataset's record when resuming, else empty
     command: str | None = None  # the command line, for the record and the dataset card
+    held: int = 0  # episodes the resumed dataset holds already
+
+    @property
+    def to_collect(self) -> int:
+        """Episodes this run keeps (0: the dataset is complete, nothing to do)."""
+        return max(self.episodes - self.held, 0)
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -238,8 +246,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and formats.layout(output, names) != existing:
         raise BadInput(f"{str(output)!r} holds {' '.join(existing)}; --resume must keep --format "
                        f"{' '.join(existing)}")
-    if record:
-        check_resumable(existing, record)
+    held = check_resumable(existing, record) if record else 0
     image_size = record.get("image_size", IMAGE_SIZE) if args.image_size is None else args.image_size
     max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps
     use_video = record.get("video", not args.no_video)
@@ -258,11 +265,12 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if start_seed < next_seed:
         raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
                        f"or leave it out")
-    max_attempts = args.max_attempts if args.max_attempts is not None else 10 * args.episodes
+    wanted = max(args.episodes - held, 0)  # with --resume, --episodes is the dataset's total (as train.py's steps)
+    max_attempts = args.max_attempts if args.max_attempts is not None else 10 * wanted
     if args.keep_failures:
-        max_attempts = args.episodes
-    if max_attempts < args.episodes:
-        raise BadInput(f"--max-attempts ({max_attempts}) must be >= --episodes ({args.episodes})")
+        max_attempts = wanted
+    if max_attempts < wanted:
+        raise BadInput(f"--max-attempts ({max_attempts}) must be >= the {wanted} episodes to collect")
     seeds = range(start_seed, start_seed + max_attempts)
     if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
@@ -283,4 +291,4 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
-                args.keep_failures, parallel.backend(args.workers, args.ray), record, args.command)
+                args.keep_failures, parallel.backend(args.workers, args.ray), record, args.command, held)

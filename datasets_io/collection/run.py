@@ -27,6 +27,9 @@ from env.pusht_wrapper import PUSHT_ENV_ID
 COLLECTION_FORMAT = "pusht_sac.collection/1"
 
 
+RESUME_HINT = "continue with --resume and the same --episodes (with --resume it is the dataset's total)"
+
+
 class _StopFlag:
     """Ctrl-C / SIGTERM ask to stop after the episode being written, so no episode is ever half-saved."""
 
@@ -81,6 +84,10 @@ def write_cards(path: Path, plan: Plan, collection: dict, quality: dict) -> None
 
 
 def collect(plan: Plan) -> int:
+    if plan.to_collect == 0:  # a resumed dataset that is complete: it is left as it is
+        print(f"{plan.output} already holds {plan.held} episodes and --episodes {plan.episodes} is the dataset's total "
+              f"with --resume: nothing to do (give a larger --episodes to add episodes)")
+        return 0
     try:
         stage = staging.stage(plan.output, plan.mode)
     except staging.StagingError as err:
@@ -95,7 +102,7 @@ def collect(plan: Plan) -> int:
         with guarded_write(stage.path, advice):
             writers = make_writers(stage.path, plan)
         with (contextlib.closing(rollouts(plan.job, seeds, plan.backend)) as episodes,
-              tqdm(total=plan.episodes, unit="ep", dynamic_ncols=True, disable=None) as progress,
+              tqdm(total=plan.to_collect, unit="ep", dynamic_ncols=True, disable=None) as progress,
               parallel.KeepComplete() as stopped):
             for episode in episodes:
                 attempted += 1
@@ -109,7 +116,7 @@ def collect(plan: Plan) -> int:
                     progress.update(1)
                 progress.set_postfix(frames_per_s=f"{frames / (time.perf_counter() - started):.0f}",
                                      tried=attempted)
-                if kept == plan.episodes or stop.raised:
+                if kept == plan.to_collect or stop.raised:
                     break
         if kept == 0:
             stage.discard()
@@ -136,10 +143,10 @@ def collect(plan: Plan) -> int:
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
     if stop.raised or stopped.reason:
         print(f"{stopped.reason or 'interrupted'}: {kept} complete episode(s) saved"
-              + ("; continue with --resume" if kept else ""), file=sys.stderr)
+              + (f"; {RESUME_HINT}" if kept else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
-    if kept < plan.episodes:
-        print(f"error: only {kept} of {plan.episodes} episodes succeeded in {attempted} attempts; raise "
+    if kept < plan.to_collect:
+        print(f"error: only {kept} of {plan.to_collect} episodes succeeded in {attempted} attempts; raise "
               f"--max-attempts, add --action-noise, use a stronger policy, or pass --keep-failures", file=sys.stderr)
         return EXIT_SHORT
     return 0

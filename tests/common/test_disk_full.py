@@ -123,7 +123,8 @@ def test_a_resumed_dataset_that_does_not_fit_is_as_it_was(tmp_path):
     assert first.returncode == 0, first.stderr
     before = snapshot(tmp_path)
 
-    result = run_limited(20_000, "collect_dataset.py", *COLLECT, "--output", str(out), "--resume")
+    grow = [*COLLECT[:-1], "4"]  # --episodes 4: with --resume the total, two more than the dataset holds
+    result = run_limited(20_000, "collect_dataset.py", *grow, "--output", str(out), "--resume")
     line = write_failed(result, tmp_path / "ds.partial")
     assert f"{str(out)!r} is as it was before this run" in line
     assert snapshot(tmp_path) == before  # byte for byte, and no ds.partial beside it

@@ -22,6 +22,7 @@ from conftest import REPO, collect_tiny, run_script
 
 from common import parallel
 from datasets_io.collection.collector import Job, worker_collector
+from datasets_io.collection.run import RESUME_HINT
 from datasets_io.readers import read_demonstrations
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -255,11 +256,11 @@ def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_comple
                          "--ray", ray_address)
     assert result.returncode == 130, result.stderr[-3000:]
     assert result.stderr.splitlines() == ["episode seed 1 failed twice: ValueError: injected failure of 1, attempt 2: "
-                                          "1 complete episode(s) saved; continue with --resume"]
+                                          f"1 complete episode(s) saved; {RESUME_HINT}"]
     assert attempts(log, 1) == 2  # the first failure was retried, the second ended the run
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]  # no ds.partial
     assert seeds_in(out) == [0]  # the episode completed before the failure, saved
-    resumed = run_script("collect_dataset.py", *collect, "--episodes", "2", "--resume", timeout=60)
+    resumed = run_script("collect_dataset.py", *collect, "--episodes", "3", "--resume", timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     whole = run_script("collect_dataset.py", *SMALL, "--format", "zarr", "--episodes", "3", "--output",
                        str(tmp_path / "whole"), timeout=60)
@@ -281,7 +282,7 @@ def test_a_lost_worker_is_retried_once_then_named(mode: str, tmp_path: Path, ray
     assert result.returncode == 130, result.stderr[-3000:]
     (line,) = result.stderr.splitlines()
     assert line.startswith("the Ray workers or cluster were lost (") and \
-        line.endswith("): 1 complete episode(s) saved; continue with --resume"), line
+        line.endswith(f"): 1 complete episode(s) saved; {RESUME_HINT}"), line
     assert seeds_in(out) == [0]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]
 

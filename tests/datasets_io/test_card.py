@@ -85,7 +85,7 @@ def test_the_shipped_demonstrators_record_is_quoted_only_for_its_datasets(collec
 def test_resume_rewrites_the_card_and_verify_holds_it_to_the_data(collection: Path, tmp_path: Path,
                                                                   capsys) -> None:
     copy = Path(shutil.copytree(collection / "zarr", tmp_path / "ds"))
-    assert collect_dataset.main(["--resume", *SHORT, "--episodes", "2", "--output", str(copy)]) == 0
+    assert collect_dataset.main(["--resume", *SHORT, "--episodes", "5", "--output", str(copy)]) == 0
     text = (copy / card.CARD_NAME).read_text()
     assert card.card_counts(text) == dict(zip(("episodes", "frames"), data_counts("zarr", copy), strict=True))
     assert card.card_counts(text)["episodes"] == 5 and "| 3–4 |" in text and manifest.check(copy) == []

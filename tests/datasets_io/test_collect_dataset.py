@@ -18,14 +18,15 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
-from conftest import REPO, run_script
+from conftest import REPO, run_script, tree
 
 import collect_dataset
-from datasets_io import lerobot_stats
+from datasets_io import card, lerobot_stats
 from datasets_io.collection import staging
 from datasets_io.collection.collector import Job, worker_collector
 from datasets_io.dp_keypoints import dp_keypoints, local_keypoints
 from datasets_io.episode import TASK
+from datasets_io.readers import read_demonstrations
 from env.pusht_wrapper import PUSHT_ENV_ID, PushTOptions
 from protocol.policy_file import policy_payload, save_policy
 from sac.actor import GaussianActor
@@ -203,7 +204,7 @@ def test_unwritable_output_is_refused(tmp_path: Path, capsys) -> None:
 
 def test_resume_continues_episodes_and_seeds(tmp_path: Path, capsys) -> None:
     root = collect(tmp_path / "ds", capsys, "--format", "both", episodes=2)
-    collect(root, capsys, "--resume", episodes=2)
+    collect(root, capsys, "--resume", episodes=4)
     episodes = pq.read_table(root / "lerobot/meta/episodes/chunk-000/file-001.parquet").to_pylist()
     assert [(e["episode_index"], e["seed"], e["data/file_index"]) for e in episodes] == [(2, 2, 1), (3, 3, 1)]
     assert episodes[0]["dataset_from_index"] == 24
@@ -221,6 +222,24 @@ def test_resume_continues_episodes_and_seeds(tmp_path: Path, capsys) -> None:
     code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), "--resume",
                         "--max-steps", "20", "--keep-failures"], capsys)
     assert code == 2 and "--max-steps 12" in err
+
+
+def test_resume_takes_episodes_as_the_datasets_total(tmp_path: Path, capsys) -> None:
+    """The same command finishes a dataset: with --resume, --episodes is its total, so a complete dataset is nothing
+    to do (exit 0, not a byte changed) and a larger total grows it to exactly that, every run recorded."""
+    root = collect(tmp_path / "ds", capsys, "--format", "both", episodes=2)
+    before = tree(tmp_path)
+    for total in ("2", "1"):
+        code, out, _ = run(["--policy", "random", "--episodes", total, "--output", str(root), *SHORT, "--resume"],
+                           capsys)
+        assert code == 0 and "already holds 2 episodes" in out and "nothing to do" in out, out
+        assert tree(tmp_path) == before
+    collect(root, capsys, "--resume", episodes=5)
+    assert [ep.seed for ep in read_demonstrations(root)[2]] == [0, 1, 2, 3, 4]
+    assert json.loads((root / "lerobot/meta/info.json").read_text())["total_episodes"] == 5
+    record = zarr.open_group(str(root / "zarr"), mode="r").attrs["collection"]
+    assert [(run["start_seed"], run["kept"]) for run in record["runs"]] == [(0, 2), (2, 3)]
+    assert card.card_counts((root / "lerobot" / card.CARD_NAME).read_text())["episodes"] == 5
 
 
 def test_workers_give_identical_files(tmp_path: Path, capsys) -> None:
@@ -244,7 +263,7 @@ def test_killed_run_leaves_the_dataset_and_a_hint(tmp_path: Path, capsys) -> Non
     (staging.partial_path(root) / staging.LOCK_NAME).touch()
     code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), *SHORT], capsys)
     assert code == 2 and "interrupted run" in err and "--resume" in err
-    collect(root, capsys, "--resume", episodes=1)
+    collect(root, capsys, "--resume", episodes=2)
     assert not staging.partial_path(root).exists()
     assert json.loads((root / "meta/info.json").read_text())["total_episodes"] == 2
 
@@ -256,7 +275,7 @@ def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) ->
     os.rename(root, staging.old_path(root))
     os.rename(new, staging.partial_path(root))
     (staging.partial_path(root) / staging.COMPLETE_NAME).touch()
-    collect(root, capsys, "--resume", episodes=1)
+    collect(root, capsys, "--resume", episodes=2)
     seeds = [e["seed"] for e in pq.read_table(root / "meta/episodes").to_pylist()]
     assert seeds == [3, 4] and not staging.old_path(root).exists()
 

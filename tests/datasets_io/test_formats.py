@@ -168,7 +168,7 @@ def test_resume_adds_episodes_without_editing_a_file(tmp_path: Path, capsys, fmt
                 or ".tfrecord-" in path.name}
 
     before = data_files()
-    assert run([*SHORT, "--episodes", "2", "--output", str(root), "--resume"], capsys)[0] == 0
+    assert run([*SHORT, "--episodes", "4", "--output", str(root), "--resume"], capsys)[0] == 0
     episodes = read_demonstrations(root)[2]
     assert [ep.seed for ep in episodes] == [0, 1, 2, 3]
     assert before < data_files()  # every earlier file is still there, byte for byte (an RLDS shard renamed)

@@ -44,7 +44,7 @@ def test_a_resumed_perturbed_dump_without_video_is_consistent(tmp_path: Path) ->
     root = tmp_path / "ds"
     assert collect_dataset.main([*TINY, "--episodes", "2", "--no-video", "--burst-noise", "0.3", "--clean-share", "0",
                                  "--burst-gap", "4", "--output", str(root), "--format", *ALL]) == 0
-    assert collect_dataset.main([*TINY, "--episodes", "1", "--no-video", "--output", str(root), "--resume"]) == 0
+    assert collect_dataset.main([*TINY, "--episodes", "3", "--no-video", "--output", str(root), "--resume"]) == 0
     assert (root / "lerobot/data/chunk-000/file-001.parquet").is_file()
     assert (root / "rlds/pusht_sac-train.tfrecord-00001-of-00002").is_file()
     assert {fmt: problems(root / fmt) for fmt in ALL} == {fmt: [] for fmt in ALL}
