@@ -5,12 +5,15 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import pickle
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import torch
 
 
@@ -146,14 +149,32 @@ class NotACheckpointError(CheckpointError):
     """A readable file that is not a pusht_sac checkpoint or policy file: someone else's file, not a torn one."""
 
 
+class UnsafeCheckpointError(NotACheckpointError):
+    """A file that needs Python objects beyond tensors and plain data: loading it could run code, so it is refused
+    unread (never skipped for an older checkpoint: it is no crash's leftover)."""
+
+
+# What checkpoints written before the numpy RNG state was stored as a tensor need beyond torch's weights-only
+# defaults: numpy's array constructor and the one dtype of that state. None of them calls anything it is given.
+LEGACY_SAFE_GLOBALS = [np._core.multiarray._reconstruct, np.ndarray, np.dtype, np.dtypes.UInt32DType]
+_UNSAFE_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+
+
 def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """Read a file written by `atomic_save`; any failure becomes a CheckpointError naming it
-    (`NotACheckpointError` for a readable file that is not one of ours)."""
+    """Read a file written by `atomic_save` with torch's weights-only unpickler, so that no file runs code; any
+    failure becomes a CheckpointError naming it (`NotACheckpointError` for a readable file that is not one of ours,
+    `UnsafeCheckpointError` for one that needs more than tensors and plain data)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
     try:
-        data = torch.load(path, map_location=map_location, weights_only=False)
+        with torch.serialization.safe_globals(LEGACY_SAFE_GLOBALS):
+            data = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _UNSAFE_GLOBAL.search(str(err))
+        needs = found.group(1) if found else "objects beyond tensors and plain data"
+        raise UnsafeCheckpointError(f"{str(path)!r} needs {needs} to load, which could run code; it was refused "
+                                    f"unread") from None
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or corrupt ({type(err).__name__})") from None
     if not isinstance(data, dict) or "format" not in data:

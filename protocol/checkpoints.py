@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from common.files import CheckpointError, NotACheckpointError, load_file
+from common.files import CheckpointError, NotACheckpointError, UnsafeCheckpointError, load_file
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"  # train.py's checkpoint_dir, where the commands look by default
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d{10})\.pt$")
@@ -35,7 +35,8 @@ def load_latest(directory: str | Path, map_location: str | torch.device = "cpu",
     Unreadable newer ones (what a crash or a full disk leaves) are skipped: `warn` (default: a warning) names
     each and the older file loaded instead. With `strict`, checkpoints none of which loads raise
     CheckpointError naming the newest (and nothing is warned), and a readable file that is not a checkpoint
-    raises NotACheckpointError at once instead of being skipped.
+    raises NotACheckpointError at once instead of being skipped. A file that could run code (UnsafeCheckpointError)
+    is always refused, never skipped.
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     found = list_checkpoints(directory)
@@ -44,7 +45,7 @@ def load_latest(directory: str | Path, map_location: str | torch.device = "cpu",
         try:
             state = load_file(path, map_location)
         except CheckpointError as err:
-            if strict and isinstance(err, NotACheckpointError):
+            if isinstance(err, UnsafeCheckpointError) or (strict and isinstance(err, NotACheckpointError)):
                 raise
             failures.append(str(err))
             continue

@@ -1,0 +1,91 @@
+"""No file we read runs code: a checkpoint, policy or learner file whose pickle calls a function (here `os.system`
+writing a marker file) is refused by every command that reads one, with one line naming the file, exit 2, before the
+code can run; the folders involved are hashed before and after."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import one_error, run, tree
+
+import collect_dataset
+import evaluate
+import train
+from common.files import LEGACY_SAFE_GLOBALS, UnsafeCheckpointError, load_file
+from imitation.judge import LEARNER_FORMAT
+from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT
+from tools import export_policy
+
+
+class Payload:
+    """What a stranger's file may hold: unpickling it calls os.system, which writes `marker`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Callable[..., int], tuple[str]]:
+        return os.system, (f"touch {self.marker}",)
+
+
+def malicious(path: Path, fmt: str, marker: Path) -> Path:
+    """A file with our format's key, as a tampered checkpoint would look."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"format": fmt, "policy": Payload(marker), "agent": Payload(marker)}, path)
+    return path
+
+
+def test_load_file_refuses_a_pickle_that_runs_code_and_names_it(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path = malicious(tmp_path / "evil.pt", TRAIN_FORMAT, marker)
+    with pytest.raises(UnsafeCheckpointError, match="evil.pt.*posix.system"):
+        load_file(path)
+    assert not marker.exists()
+
+
+def test_the_shipped_files_and_older_checkpoints_still_load(tmp_path: Path) -> None:
+    """assets/ policies and a checkpoint whose numpy RNG state is an array (as train.py wrote before) load."""
+    from common.files import CHECKOUT
+    for name in ("policy.pt", "policy_fast.pt"):
+        assert load_file(CHECKOUT / "assets" / name)["format"] == POLICY_FORMAT
+    import numpy as np
+    old = tmp_path / "old.pt"
+    torch.save({"format": TRAIN_FORMAT, "rng": {"numpy": np.random.get_state()}}, old)
+    state = load_file(old)
+    assert np.array_equal(state["rng"]["numpy"][1], np.random.get_state()[1])
+    assert len(LEGACY_SAFE_GLOBALS) == 4
+
+
+COMMANDS = {
+    "evaluate --checkpoint": (evaluate.main, TRAIN_FORMAT, "evil.pt",
+                              ["--checkpoint", "{file}", "--episodes", "1", "--output", "{out}/m.json"]),
+    "evaluate --checkpoint-dir": (evaluate.main, TRAIN_FORMAT, "ck/ckpt_0000000100.pt",
+                                  ["--checkpoint-dir", "{dir}/ck", "--episodes", "1", "--output", "{out}/m.json"]),
+    "collect --checkpoint": (collect_dataset.main, POLICY_FORMAT, "evil.pt",
+                             ["--checkpoint", "{file}", "--episodes", "1", "--output", "{out}/ds"]),
+    "collect --burst-learner": (collect_dataset.main, LEARNER_FORMAT, "learner.pt",
+                                ["--policy", "random", "--burst-learner", "{file}", "--episodes", "1",
+                                 "--output", "{out}/ds"]),
+    "evaluate learner controller": (evaluate.main, LEARNER_FORMAT, "learner.pt",
+                                    ["--controller", "imitation.controller:load", "--controller-arg", "path={file}",
+                                     "--episodes", "1", "--output", "{out}/m.json"]),
+    "train resume": (train.main, TRAIN_FORMAT, "ck/ckpt_0000000100.pt",
+                     ["--set", "checkpoint_dir={dir}/ck", "--set", "log_dir={out}/logs", "--set", "episodes=1"]),
+    "export_policy": (export_policy.main, TRAIN_FORMAT, "evil.pt", ["{file}", "{out}/p.pt"]),
+}
+
+
+@pytest.mark.parametrize("case", COMMANDS)
+def test_no_command_runs_the_code_in_a_file_it_reads(tmp_path: Path, capsys, case: str) -> None:
+    main, fmt, name, argv = COMMANDS[case]
+    marker, inputs, out = tmp_path / "marker", tmp_path / "in", tmp_path / "out"
+    path = malicious(inputs / name, fmt, marker)
+    before = tree(tmp_path)
+    code, _, err = run(main, [a.format(file=path, dir=inputs, out=out) for a in argv], capsys)
+    line = one_error(err)
+    assert not marker.exists(), "the file's code ran"
+    assert code == 2 and path.name in line, line
+    assert tree(tmp_path) == before
