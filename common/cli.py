@@ -61,9 +61,12 @@ def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callab
     """An output file may be new, or replaced with --overwrite when it is one this project wrote (`ours` says, from
     its content): a user's file of the same name is never overwritten. Its folder is checked apart
     (`check_writable_dir`), once the inputs are known to be good, so a refused run leaves no folder behind."""
-    if not path:
+    if path is None:
         return
+    if not path:
+        raise BadInput(f"{flag} is empty; give a file path, or leave {flag} out")
     out = Path(path)
+    refuse_symlink(out, flag)
     if out.is_dir():
         raise BadInput(f"{flag} {str(out)!r} is a directory; give a file path such as {out / 'out.json'}")
     if out.exists() and not overwrite:
@@ -84,9 +87,21 @@ def json_with_keys(*keys: str) -> Callable[[Path], bool]:
     return test
 
 
-def check_writable_dir(directory: Path, option: str) -> list[Path]:
+def refuse_symlink(path: Path, option: str) -> None:
+    """The one rule for links: no output is written through a symbolic link (a write or a removal there would reach
+    files elsewhere that the run never checked)."""
+    if path.is_symlink():
+        raise BadInput(f"{option} {str(path)!r} is a symbolic link; outputs are never written through one: give the "
+                       f"real path")
+
+
+def check_writable_dir(directory: str | Path, option: str) -> list[Path]:
     """Create `directory` and prove a file can be written there, before any episode runs; the folders created (for
     `remove_created_dirs` when the run is refused later)."""
+    if not str(directory):  # Path("") would be the working directory
+        raise BadInput(f"{option} is empty; give a folder path, or leave {option} out")
+    directory = Path(directory)
+    refuse_symlink(directory, option)
     try:
         return ensure_writable_dir(directory)
     except OSError as err:

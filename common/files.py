@@ -136,6 +136,48 @@ def ensure_writable_dir(directory: str | Path) -> list[Path]:
     return created
 
 
+def symlink_in(path: str | Path) -> Path | None:
+    """The symbolic link at `path` or anywhere under it (None: there is none). The one rule for links: an output
+    that is a link, or a dataset holding one, is refused, since a write or a removal through it would reach files
+    elsewhere that the run never checked."""
+    path = Path(path)
+    if path.is_symlink():
+        return path
+    for directory, subdirectories, names in os.walk(path):
+        for name in sorted(subdirectories + names):
+            if (Path(directory) / name).is_symlink():
+                return Path(directory) / name
+    return None
+
+
+def read_only_in(path: str | Path) -> Path | None:
+    """The first folder at or under `path` that the run could not remove files from (no write permission, or its
+    owner took the write bits away: the user's sign to keep it, honoured even for root); None: there is none."""
+    for directory, _, _ in os.walk(path):
+        if not os.access(directory, os.W_OK) or not os.stat(directory).st_mode & 0o222:
+            return Path(directory)
+    return None
+
+
+def tree_state(path: str | Path) -> dict[str, tuple[int, int, int, int]]:
+    """What is at `path`, entry by entry (relative name: kind, size, inode, mtime), not following links; empty for
+    a missing or empty folder. Compared at a swap, it shows whether anything there changed since the run began."""
+    path = Path(path)
+    if not path.is_dir() or path.is_symlink():
+        return {} if not os.path.lexists(path) else {".": _entry_state(path)}
+    state = {}
+    for directory, subdirectories, names in os.walk(path):
+        for name in subdirectories + names:
+            entry = Path(directory) / name
+            state[entry.relative_to(path).as_posix()] = _entry_state(entry)
+    return state
+
+
+def _entry_state(path: Path) -> tuple[int, int, int, int]:
+    info = os.lstat(path)
+    return info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns
+
+
 def remove_created_dirs(created: list[Path]) -> None:
     """Undo `ensure_writable_dir`: remove the folders it created, innermost first, only those still empty."""
     for folder in reversed(created):

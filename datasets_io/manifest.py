@@ -56,13 +56,29 @@ def read(root: Path) -> dict[str, dict] | None:
         raise ValueError(f"{MANIFEST_NAME}: not a manifest written by collect_dataset.py ({err})") from None
 
 
+def _links(root: Path) -> list[str]:
+    """Every symbolic link under `root` (relative): a dataset holds only its own regular files."""
+    return sorted((Path(directory) / name).relative_to(root).as_posix()
+                  for directory, subdirectories, names in os.walk(root) for name in subdirectories + names
+                  if (Path(directory) / name).is_symlink())
+
+
+def _differs(path: Path, entry: dict) -> bool:
+    """Whether the file at `path` is not the bytes its manifest entry records (size, then SHA-256)."""
+    return path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]
+
+
 def unlisted(root: Path) -> list[str]:
-    """The entries under `root` that its manifest does not list, shallowest first (a folder with nothing listed in
-    it is one entry): what `--overwrite` would delete that collect_dataset.py did not write. Every entry when there is
-    no manifest."""
+    """The entries under `root` that are not as collect_dataset.py wrote them, shallowest first: unlisted files and
+    folders (a folder with nothing listed in it is one entry), symbolic links, and listed files whose bytes differ
+    from the manifest (the user edited them, so they are the user's): what `--overwrite` must not delete. Every
+    entry when there is no manifest."""
     listed = read(root)
     if listed is None:
         return sorted(entry.name for entry in root.iterdir() if not ignored(entry.name))
+    links = _links(root)
+    edited = [f"{name} (edited after collection)" for name, entry in listed.items()
+              if name not in links and (root / name).is_file() and _differs(root / name, entry)]
     owned_dirs = {parent.as_posix() for name in listed for parent in Path(name).parents}
     foreign = []
     for directory, subdirectories, names in os.walk(root):
@@ -73,7 +89,8 @@ def unlisted(root: Path) -> list[str]:
         subdirectories[:] = sorted(name for name in subdirectories if (relative / name).as_posix() in owned_dirs)
         foreign += [(relative / name).as_posix() for name in sorted(names)
                     if (relative / name).as_posix() not in listed and not (relative == Path(".") and ignored(name))]
-    return sorted(foreign, key=lambda entry: (entry.count("/") - entry.endswith("/"), entry))
+    linked = [f"{name} (a symbolic link)" for name in links]
+    return sorted(foreign + linked + edited, key=lambda entry: (entry.count("/") - entry.endswith("/"), entry))
 
 
 def check(root: Path) -> list[str]:
@@ -83,9 +100,12 @@ def check(root: Path) -> list[str]:
     if listed is None:
         return [f"{MANIFEST_NAME}: missing; the files' checksums were not recorded (collected before checksums were "
                 f"kept, or the file was removed), so the bytes cannot be checked"]
-    problems = []
+    links = _links(root)
+    problems = [f"{name}: a symbolic link; a dataset holds only its own files" for name in links]
     for name, entry in listed.items():
         path = root / name
+        if name in links:
+            continue
         if not path.is_file():
             problems.append(f"{name}: missing (listed in {MANIFEST_NAME})")
         elif path.stat().st_size != entry["bytes"]:

@@ -87,8 +87,8 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
                ("--html", args.html and Path(args.html).parent),
                ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
     for flag, folder in outputs:
-        if folder:
-            created += check_writable_dir(Path(folder), flag)
+        if folder is not None:
+            created += check_writable_dir(folder, flag)
     return parallel.backend(args.workers, args.ray)
 
 

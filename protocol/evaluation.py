@@ -6,12 +6,13 @@ processes, with the same records, ordered by seed.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import gymnasium as gym
 import imageio
@@ -23,8 +24,8 @@ from PIL import Image
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import BadInput, check_output_file, check_writable_dir, json_with_keys
-from common.files import WriteError, atomic_write_bytes, guarded_write, remove_created_dirs
+from common.cli import BadInput, check_output_file, check_writable_dir, first_line, json_with_keys, refuse_symlink
+from common.files import WriteError, atomic_file, atomic_write_bytes, guarded_write, remove_created_dirs
 from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
 from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
@@ -132,9 +133,14 @@ class Evaluator:
             partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
             os.replace(partial, partial.with_name(video_name(seed, record.success)))
         if record_gif:
-            with guarded_write(self.job.gif, advice):
-                iio.imwrite(self.job.gif, np.stack(gif_frames), duration=1000 / CONTROL_HZ, loop=0)
+            with guarded_write(self.job.gif, advice), atomic_file(self.job.gif) as handle:
+                write_gif(handle, gif_frames)
         return record
+
+
+def write_gif(target: BinaryIO, frames: list[np.ndarray]) -> None:
+    """The GIF of `frames` at the control rate, looping (into a temp file: `atomic_file` renames it in place)."""
+    iio.imwrite(target, np.stack(frames), extension=".gif", duration=1000 / CONTROL_HZ, loop=0)
 
 
 def check_video(path: Path, frames: int) -> None:
@@ -182,16 +188,42 @@ def validate(request: EvaluationRequest) -> None:
         raise BadInput("--controller-arg needs --controller MODULE:FACTORY")
     if (problem := image_size_problem(request.image_size)) is not None:
         raise BadInput(f"--image-size {problem}")
+    if request.start_seed < 0:
+        raise BadInput(f"--start-seed must be >= 0, got {request.start_seed}")
+    if not request.output:
+        raise BadInput("--output is empty; give a file path such as eval.json")
+    if request.gif is not None and Path(request.gif).suffix.lower() != ".gif":
+        raise BadInput(f"--gif {request.gif!r} must name a .gif file, e.g. first.gif")
+    if request.videos and not request.video_dir:
+        raise BadInput("--video-dir is empty; give a folder path, or pass --videos 0")
+
+
+def check_gif_writer() -> None:
+    """Encode a two-frame GIF in memory: a missing or broken writer is named before any episode runs."""
+    try:
+        write_gif(io.BytesIO(), [np.zeros((8, 8, 3), np.uint8)] * 2)
+    except Exception as err:  # imageio raises many types for a missing plugin
+        raise BadInput(f"cannot write GIFs here ({type(err).__name__}: {first_line(err)}); install Pillow or "
+                       f"drop --gif") from None
 
 
 def check_media(request: EvaluationRequest) -> None:
     """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite."""
     seeds = range(request.start_seed, request.start_seed + min(request.videos, request.episodes))
     videos = [Path(request.video_dir) / video_name(seed, success) for seed in seeds for success in (True, False)]
-    found = [path for path in [*videos, *([Path(request.gif)] if request.gif else [])] if path.exists()]
+    if request.videos:
+        refuse_symlink(Path(request.video_dir), "--video-dir")
+    if request.gif:
+        refuse_symlink(Path(request.gif), "--gif")
+    found = [path for path in [*videos, *([Path(request.gif)] if request.gif else [])] if os.path.lexists(path)]
     if found and not request.overwrite:
         raise BadInput(f"{str(found[0])!r} already exists; pass --overwrite to replace the videos and GIF of this run, "
                        f"or choose another --video-dir / --gif")
+    if (folder := next((path for path in found if path.is_symlink() or path.is_dir()), None)) is not None:
+        raise BadInput(f"{str(folder)!r} is a folder or a symbolic link, not a file this run wrote; nothing was "
+                       f"touched; move it or choose another --video-dir / --gif")
+    if request.gif:
+        check_gif_writer()
 
 
 def check_output_dirs(request: EvaluationRequest) -> list[Path]:
@@ -235,10 +267,10 @@ def evaluate(request: EvaluationRequest) -> dict:
         controller, policy = controllers.build(spec), None  # here first: a broken one is named before any work
     else:
         policy, _ = load_checked_policy(request)
-    created = check_output_dirs(request)
     env_id, env_options = env_spec(policy)
-    if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:
+    if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:  # before any folder is made for them
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
+    created = check_output_dirs(request)
     seeds = [request.start_seed + i for i in range(request.episodes)]
     job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
     described = None if spec is None else controllers.describe(spec, controller)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from common import parallel
 from common.cli import BadInput
-from common.files import CHECKOUT
+from common.files import CHECKOUT, read_only_in, symlink_in
 from datasets_io import formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.collector import Job
@@ -28,9 +28,9 @@ DEFAULT_POLICY = Path("assets/policy.pt")  # the shipped demonstrator, in the ch
 EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
 
 
-def recorded_command(argv: list[str]) -> str:
-    """The command line a dataset records (and its card shows), without the flags that only choose where it runs:
-    the same dataset is the same bytes on 1 or 8 workers, locally or on Ray."""
+def recorded_command(argv: list[str], script: str = "collect_dataset.py") -> str:
+    """The command line of `script` a dataset records (and its card shows), without the flags that only choose where
+    it runs: the same dataset is the same bytes on 1 or 8 workers, locally or on Ray."""
     kept, i = [], 0
     while i < len(argv):
         token = argv[i]
@@ -40,7 +40,7 @@ def recorded_command(argv: list[str]) -> str:
             kept.append(token)
         elif not joined and i < len(argv) and (flag == "--workers" or not argv[i].startswith("-")):
             i += 1  # its value (--ray's address is optional)
-    return shlex.join(["python", "collect_dataset.py", *kept])
+    return shlex.join(["python", script, *kept])
 
 
 def shipped_policy() -> str | None:
@@ -124,13 +124,24 @@ def check_output(args: CollectionRequest) -> dict[str, Path]:
     """Where the datasets already at --output are, by format (empty: absent or empty), if the flags allow using
     them."""
     output = Path(args.output)
+    if not args.output:
+        raise BadInput("--output is empty; give a directory path")
+    if (link := symlink_in(output)) is not None:
+        raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
+                       f"through one: give the real path, or move the linked files into the dataset")
+    if output.exists() and not output.is_dir():
+        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
+    if (args.overwrite or args.resume) and (locked := read_only_in(output)) is not None:
+        raise BadInput(f"{str(locked)!r} is read-only, so --{'overwrite' if args.overwrite else 'resume'} could "
+                       f"not replace it; nothing was touched; make it writable or choose another --output")
     try:
         staging.recover(output)
         staging.clear_stale_partial(output, replace_allowed=args.overwrite or args.resume)
     except staging.StagingError as err:
         raise BadInput(str(err)) from None
-    if output.exists() and not output.is_dir():
-        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
+    except OSError as err:
+        raise BadInput(f"cannot prepare {str(output)!r} ({err.strerror or err}); nothing was touched; make it "
+                       f"writable or choose another --output") from None
     if not output.is_dir() or staging.is_empty_dir(output):
         return {}
     existing = formats.find(output)

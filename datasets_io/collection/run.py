@@ -13,13 +13,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, BadInput
+from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.collector import rollouts
 from datasets_io.collection.plan import Plan
 from datasets_io.formats import FORMATS, Writer
+from datasets_io.formats.lerobot_common import EncoderStalled
 from datasets_io.readers import read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from env.pusht_wrapper import PUSHT_ENV_ID
@@ -129,8 +130,16 @@ def collect(plan: Plan) -> int:
                 write_cards(stage.path, plan, record, quality)
                 for root in formats.layout(stage.path, plan.formats).values():
                     manifest.write(root)
-                stage.commit()
+                try:
+                    stage.commit()
+                except staging.StagingError as err:
+                    raise BadInput(str(err)) from None
             print(format_table(quality, f"{plan.output} (all episodes)"))
+    except EncoderStalled as stall:  # twice in a row: rare (one stall in ... collections), so no third try
+        stage.discard()
+        print(f"error: {stall}; {unchanged}. Run the same command again: it collects the same episodes",
+              file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except BaseException:
         stage.discard()
         raise

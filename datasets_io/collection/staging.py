@@ -4,7 +4,8 @@ A run never writes into `DIR` itself. A new dataset starts empty in `DIR.partial
 links to every file of `DIR` (writers only add new files or replace files by rename, never edit one in place, so
 the links never change the original). `commit` then marks `DIR` as replaced, renames `DIR` → `DIR.old`,
 `DIR.partial` → `DIR` and deletes `DIR.old`. So at any instant `DIR` is either the previous dataset or the complete
-new one:
+new one. The swap re-checks `DIR` first: it must hold exactly what it held when the run began (nothing, for a new
+dataset), else the swap is refused and the new dataset stays in `DIR.partial`:
 
 - killed while collecting: `DIR` is untouched and `DIR.partial` is left unlocked; the next run says how to go on;
 - killed between the two renames: `DIR.partial` carries a completion marker and the next run finishes the swap.
@@ -19,10 +20,10 @@ import fcntl
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.files import remove_created_dirs
+from common.files import remove_created_dirs, tree_state
 from datasets_io.manifest import MARKER_PREFIX
 
 LOCK_NAME = MARKER_PREFIX + "lock"
@@ -97,25 +98,51 @@ class Staging:
     path: Path
     _lock_fd: int
     created: list[Path]  # the folders above `final` this run made: removed again if nothing is kept
+    before: dict = field(default_factory=dict)  # what `final` held when the run began (`tree_state`)
+    kept: bool = False  # the swap was refused: `path` holds the new dataset and stays
 
     def commit(self) -> None:
+        """Swap the new dataset in, re-checking `final` first: it must hold exactly what it held when the run
+        began (nothing, for a new dataset), so that a folder that appeared, or a file edited or added meanwhile,
+        is never replaced. Refused, it raises StagingError and the new dataset stays in `path`."""
+        now = tree_state(self.final)
+        if now != self.before:
+            changed = sorted(set(now) ^ set(self.before) | {k for k in now if now[k] != self.before.get(k)})
+            self._refuse(f"{str(self.final)!r} " + ("appeared" if not self.before else
+                                                    f"changed ({changed[0]})") + " while this run collected")
+        old = old_path(self.final)
+        if os.path.lexists(old):
+            self._refuse(f"{str(old)!r} appeared while this run collected")
         (self.path / COMPLETE_NAME).touch()
         _fsync_dir(self.path)
-        old = old_path(self.final)
         if self.final.exists():
             (self.final / REPLACED_NAME).touch()
             os.rename(self.final, old)
-        os.rename(self.path, self.final)
+        try:
+            os.rename(self.path, self.final)
+        except OSError as err:  # something took the name between the check and the rename: keep all three
+            (old / REPLACED_NAME).unlink(missing_ok=True)
+            (self.path / COMPLETE_NAME).unlink(missing_ok=True)
+            moved = f", and the previous dataset is in {str(old)!r}" if old.exists() else ""
+            self._refuse(f"{str(self.final)!r} appeared during the swap ({err.strerror}){moved}")
         _fsync_dir(self.final.parent)
         _drop_markers(self.final)
         os.close(self._lock_fd)
         if old.exists():
             shutil.rmtree(old)
 
+    def _refuse(self, what: str) -> None:
+        self.kept = True
+        raise StagingError(f"{what}; it was not touched, and the new dataset is kept in {str(self.path)!r}: move "
+                           f"what you want to keep, then rename that folder yourself or run again")
+
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the staging dir (unless a refused swap kept it) and the folders this run made."""
+        if not self.kept:
+            shutil.rmtree(self.path, ignore_errors=True)
         os.close(self._lock_fd)
-        remove_created_dirs(self.created)
+        if not self.kept:
+            remove_created_dirs(self.created)
 
 
 def _link_tree(source: Path, target: Path) -> None:
@@ -133,8 +160,10 @@ def _link_tree(source: Path, target: Path) -> None:
 def clear_stale_partial(final: Path, replace_allowed: bool) -> None:
     """Remove a dead run's `DIR.partial` if allowed, else say how to go on; refuse while a live run holds it."""
     partial = partial_path(final)
-    if not partial.exists():
+    if not os.path.lexists(partial):
         return
+    if partial.is_symlink():
+        raise StagingError(f"{str(partial)!r} is a symbolic link in the way; move it or choose another --output")
     if not (partial / LOCK_NAME).is_file():
         raise StagingError(f"{str(partial)!r} is in the way and was not made by collect_dataset.py; move it or choose "
                            f"another --output")
@@ -155,7 +184,7 @@ def stage(final: Path, mode: str) -> Staging:
     """A fresh staging dir for `final`; `mode` is "new", "overwrite" or "resume" (the CLI has checked `final`)."""
     recover(final)
     clear_stale_partial(final, replace_allowed=mode != "new")
-    if old_path(final).exists():
+    if os.path.lexists(old_path(final)):
         raise StagingError(f"{str(old_path(final))!r} is in the way (the swap that saves {str(final)!r} needs the "
                            f"name) and was not made by collect_dataset.py; move it or choose another --output")
     partial = partial_path(final)
@@ -168,8 +197,9 @@ def stage(final: Path, mode: str) -> Staging:
         raise StagingError(f"cannot write next to {str(final)!r} ({err.strerror or err}); "
                            f"choose a writable --output") from None
     assert fd is not None  # the directory was just created by this process
-    if mode == "resume" and final.exists():
-        _link_tree(final, partial)
     if is_empty_dir(final):
         final.rmdir()  # an empty target counts as absent; the swap needs the name free
-    return Staging(final, partial, fd, created)
+    before = tree_state(final)
+    if mode == "resume" and final.exists():
+        _link_tree(final, partial)
+    return Staging(final, partial, fd, created, before)

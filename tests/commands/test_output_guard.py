@@ -1,0 +1,121 @@
+"""Nothing of the user's is lost at the edges of an output: a folder that appears or changes at --output while a
+collection runs is never replaced (the swap re-checks it), --overwrite keeps a file whose bytes the user edited, a
+symbolic link is never written through (an output that is one, or a dataset holding one, is refused; --verify fails
+it), and a read-only dataset is one line. The folders involved are hashed before and after."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import collect_all_formats, one_error, run, tree
+
+import collect_dataset
+from datasets_io.collection import staging
+
+SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "8"]
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return collect_all_formats(tmp_path_factory, "guard", *[*SHORT, "--episodes", "1"])
+
+
+def staged(final: Path, mode: str) -> staging.Staging:
+    stage = staging.stage(final, mode)
+    (stage.path / "data.bin").write_bytes(b"the new dataset")
+    return stage
+
+
+@pytest.mark.parametrize("mode", ["new", "overwrite", "resume"])
+def test_the_swap_refuses_a_folder_that_appeared_or_changed_meanwhile(tmp_path: Path, mode: str) -> None:
+    final = tmp_path / "out"
+    if mode != "new":
+        final.mkdir()
+        (final / "ours.bin").write_bytes(b"the previous dataset")
+    stage = staged(final, mode)
+    final.mkdir(exist_ok=True)
+    (final / "thesis.tex").write_text("the user's")  # appears, or is added, while the run collects
+    before = tree(final)
+    with pytest.raises(staging.StagingError, match=r"out'? (appeared|changed).*kept in .*out\.partial"):
+        stage.commit()
+    stage.discard()  # what collect() does next: the refused swap keeps the new dataset
+    assert tree(final) == before
+    assert (tmp_path / "out.partial" / "data.bin").read_bytes() == b"the new dataset"
+    assert not (tmp_path / "out.old").exists()
+
+
+def test_the_swap_refuses_a_file_edited_in_place_meanwhile(tmp_path: Path) -> None:
+    final = tmp_path / "out"
+    final.mkdir()
+    (final / "ours.bin").write_bytes(b"the previous dataset")
+    stage = staged(final, "resume")
+    os.utime(final / "ours.bin", ns=(1, 1))  # an edit through the hard link keeps the inode; the mtime tells
+    with pytest.raises(staging.StagingError, match="changed \\(ours.bin\\)"):
+        stage.commit()
+    stage.discard()
+    assert (final / "ours.bin").read_bytes() == b"the previous dataset"
+
+
+def test_an_unchanged_folder_is_swapped(tmp_path: Path) -> None:
+    final = tmp_path / "out"
+    final.mkdir()
+    (final / "ours.bin").write_bytes(b"old")
+    staged(final, "overwrite").commit()
+    assert [p.name for p in final.iterdir()] == ["data.bin"] and not (tmp_path / "out.old").exists()
+
+
+@pytest.mark.parametrize("edited", ["lerobot-v2.1/meta/collection.json", "lerobot/meta/info.json",
+                                    "rlds/dataset_info.json"])
+def test_overwrite_keeps_a_file_whose_bytes_the_user_edited(copy: Path, capsys, edited: str) -> None:
+    path = copy / edited
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "notes": "mine"}))
+    before = tree(copy)
+    code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "1", "--output", str(copy), "--overwrite",
+                                              "--format", "lerobot", "lerobot-v2.1", "zarr", "rlds"], capsys)
+    line = one_error(err)
+    assert code == 2 and f"{edited} (edited after collection)" in line and "nothing was touched" in line
+    assert tree(copy) == before
+
+
+def test_a_symlinked_output_is_refused(collection: Path, tmp_path: Path, capsys) -> None:
+    target = tmp_path / "real"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    before = tree(tmp_path)
+    for extra in ([], ["--overwrite"], ["--resume"]):
+        code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "1", "--output", str(link), *extra], capsys)
+        assert code == 2 and "symbolic link" in one_error(err)
+    assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--overwrite"])
+def test_a_symlinked_folder_inside_a_dataset_is_refused_and_fails_verify(copy: Path, tmp_path: Path, capsys,
+                                                                         flag: str) -> None:
+    videos = copy / "lerobot" / "videos"
+    elsewhere = videos.rename(tmp_path / "videos_elsewhere")
+    videos.symlink_to(elsewhere)
+    before = tree(tmp_path)
+    code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "2", "--output", str(copy), flag], capsys)
+    assert code == 2 and "lerobot/videos" in one_error(err) and "symbolic link" in one_error(err)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(copy)], capsys)
+    assert code == 1 and "videos: a symbolic link" in out
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--overwrite"])
+def test_a_read_only_dataset_is_one_line(copy: Path, capsys, flag: str) -> None:
+    folder = copy / "zarr" / "data"
+    folder.chmod(0o555)
+    try:
+        before = tree(copy)
+        code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "2", "--output", str(copy), flag], capsys)
+        line = one_error(err)
+        assert code == 2 and "zarr/data' is read-only" in line
+        assert tree(copy) == before
+    finally:
+        folder.chmod(0o755)
