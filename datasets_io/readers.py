@@ -40,6 +40,16 @@ class Demonstration:
     image: np.ndarray | None = None  # (T, H, W, 3) uint8 renders, read only when asked for (`images=True`)
     imitate: np.ndarray | None = None  # (T,) bool: False on frames not to imitate (perturbed collections)
 
+    def __post_init__(self) -> None:
+        """Every episode read has frames and finite numbers: a NaN would flow silently into every statistic (and a
+        report's JSON), an empty episode into an IndexError."""
+        which = "an episode" if self.seed is None else f"the episode of seed {self.seed}"
+        if len(self.action) == 0:
+            raise ValueError(f"{which} has no frames")
+        for name in ("agent_pos", "action", "keypoints"):
+            if not np.isfinite(getattr(self, name)).all():
+                raise ValueError(f"{which}: its {name} holds NaN or infinite values")
+
     @property
     def length(self) -> int:
         return len(self.action)
@@ -78,6 +88,20 @@ def _read_named(root: Path, fmt: str, images: bool) -> list[Demonstration]:
             for row, frames in formats.FORMATS[fmt].iter_episodes(root, images)]
 
 
+def check_episode_ends(ends: np.ndarray, frames: int) -> None:
+    """ValueError unless meta/episode_ends cuts the `frames` rows into episodes: integers, strictly increasing from
+    above 0, the last at `frames` (what Diffusion Policy's ReplayBuffer assumes)."""
+    if ends.ndim != 1 or not np.issubdtype(ends.dtype, np.integer) or len(ends) == 0:
+        raise ValueError(f"meta/episode_ends must be a non-empty 1-D integer array, got {ends.dtype} {ends.shape}")
+    steps = np.diff(ends, prepend=0)
+    if (steps <= 0).any():
+        e = int(np.argmax(steps <= 0))
+        raise ValueError(f"meta/episode_ends: episode {e} ends at frame {ends[e]}, not after the previous end "
+                         f"({ends[e - 1] if e else 0}): empty, decreasing or negative")
+    if ends[-1] != frames:
+        raise ValueError(f"meta/episode_ends ends at frame {ends[-1]}, data/action holds {frames} frames")
+
+
 def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
     """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference)."""
     group = zarr.open_group(str(root), mode="r")
@@ -85,6 +109,7 @@ def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
     state = zarr_replay.read_array(data["state"]).astype(np.float64)
     action = zarr_replay.read_array(data["action"]).astype(np.float64)
     ends = zarr_replay.read_array(meta["episode_ends"])
+    check_episode_ends(ends, data["action"].shape[0])
     seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
     imitate = zarr_replay.read_array(data["imitate"]).astype(bool) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None

@@ -224,6 +224,8 @@ def verify_dataset(name: str, root: Path, collection: dict, env: gym.Env,
 def run_verify(path: Path, checkpoint: str | None) -> int:
     """The three checks of every format found: metadata against the data, the bytes against the checksums written
     at collection, and the replay of every episode (states, images, labels)."""
+    if not path.exists():
+        raise BadInput(f"{str(path)!r} does not exist; pass the folder a collection wrote (its --output)")
     roots = formats.find(path) if path.is_dir() else {}
     if not roots:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")

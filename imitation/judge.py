@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import first_line
+from common.cli import BadInput, first_line
 from common.files import atomic_file, atomic_write_bytes
 from datasets_io.readers import Demonstration
 from imitation import flow, image, mlp
@@ -143,8 +143,13 @@ class JobStore:
     def get(self, key: dict) -> dict | None:
         if self.folder is None or not self._path(key).is_file():
             return None
-        stored = json.loads(self._path(key).read_text())
-        return stored["result"] if stored.get("key") == key else None
+        try:
+            stored = json.loads(self._path(key).read_text())
+            return stored["result"] if stored.get("key") == key else None
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
+            raise BadInput(f"--work-dir: {str(self._path(key))!r} is not a job record as dataset_report.py writes "
+                           f"them (truncated or edited); nothing was changed; delete that file to redo the job, "
+                           f"then run the same command") from None
 
     def put(self, key: dict, result: dict) -> None:
         if self.folder is not None:

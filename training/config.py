@@ -70,6 +70,8 @@ class TrainConfig:
                      "checkpoint_every_steps"]:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.seed < 2**63:  # torch's generators take a signed 64-bit seed
+            raise ConfigError(f"seed must be in [0, 2**63 - 1], got {self.seed}")
         if not self.reward_scale > 0:
             raise ConfigError(f"reward_scale must be > 0, got {self.reward_scale}")
         if self.buffer_size < self.batch_size:
