@@ -10,6 +10,7 @@ identical observations whatever the format.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,16 +77,16 @@ def pose_from_keypoints(keypoints: np.ndarray) -> np.ndarray:
     return np.array([origin[0], origin[1], np.arctan2(axis[1], axis[0])])
 
 
-def _read_named(root: Path, fmt: str, images: bool) -> list[Demonstration]:
+def _read_named(root: Path, fmt: str, images: bool) -> Iterator[Demonstration]:
     """A LeRobot (v3.0 / v2.1) or RLDS dataset: their readers yield the LeRobot feature names."""
-    return [Demonstration(agent_pos=frames["observation.state"].astype(np.float64),
-                          action=frames["action"].astype(np.float64),
-                          keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
-                          success=bool(row["success"]) if "success" in row else None,
-                          seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
-                          imitate=(frames[lerobot_common.IMITATE_KEY].astype(bool).reshape(-1)
-                                   if lerobot_common.IMITATE_KEY in frames else None))
-            for row, frames in formats.FORMATS[fmt].iter_episodes(root, images)]
+    for row, frames in formats.FORMATS[fmt].iter_episodes(root, images):
+        yield Demonstration(agent_pos=frames["observation.state"].astype(np.float64),
+                            action=frames["action"].astype(np.float64),
+                            keypoints=frames["observation.environment_state"].astype(np.float64).reshape(-1, 8, 2),
+                            success=bool(row["success"]) if "success" in row else None,
+                            seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
+                            imitate=(frames[lerobot_common.IMITATE_KEY].astype(bool).reshape(-1)
+                                     if lerobot_common.IMITATE_KEY in frames else None))
 
 
 def check_episode_ends(ends: np.ndarray, frames: int) -> None:
@@ -102,35 +103,40 @@ def check_episode_ends(ends: np.ndarray, frames: int) -> None:
         raise ValueError(f"meta/episode_ends ends at frame {ends[-1]}, data/action holds {frames} frames")
 
 
-def _read_zarr(root: Path, images: bool) -> list[Demonstration]:
-    """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference)."""
+def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
+    """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference),
+    a chunk of each array at a time."""
     group = zarr.open_group(str(root), mode="r")
     data, meta = group["data"], group["meta"]
-    state = zarr_replay.read_array(data["state"]).astype(np.float64)
-    action = zarr_replay.read_array(data["action"]).astype(np.float64)
+    state, action = zarr_replay.ArrayStream(data["state"]), zarr_replay.ArrayStream(data["action"])
     ends = zarr_replay.read_array(meta["episode_ends"])
     check_episode_ends(ends, data["action"].shape[0])
     seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
-    imitate = zarr_replay.read_array(data["imitate"]).astype(bool) if "imitate" in data else None
+    imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
-    episodes, start = [], 0
+    image = zarr_replay.ArrayStream(data["img"]) if images else None
+    start = 0
     for e, end in enumerate(ends):
-        window = slice(start, int(end))
-        # DP stores float32 0-255; one episode at a time keeps the peak memory at the uint8 copy
-        image = np.round(zarr_replay.read_array(data["img"], window)).astype(np.uint8) if images else None
-        episodes.append(Demonstration(agent_pos=state[window, :2], action=action[window],
-                                      keypoints=keypoints_from_pose(state[window, 2:5]),
-                                      success=None if successes is None else bool(successes[e]),
-                                      seed=None if seeds is None else int(seeds[e]), image=image,
-                                      imitate=None if imitate is None else imitate[window]))
-        start = int(end)
-    return episodes
+        end = int(end)
+        pose = state.rows(start, end).astype(np.float64)
+        yield Demonstration(agent_pos=pose[:, :2], action=action.rows(start, end).astype(np.float64),
+                            keypoints=keypoints_from_pose(pose[:, 2:5]),
+                            success=None if successes is None else bool(successes[e]),
+                            seed=None if seeds is None else int(seeds[e]),
+                            # DP stores float32 0-255
+                            image=None if image is None else np.round(image.rows(start, end)).astype(np.uint8),
+                            imitate=None if imitate is None else imitate.rows(start, end).astype(bool))
+        start = end
 
 
-def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, list[Demonstration]]:
-    """(format, root, episodes) of the dataset at `path`; DatasetFormatError if it is none of the known ones or a
-    file of it is damaged (the message names the file). `images=True` also reads the renders."""
+def open_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, Iterator[Demonstration]]:
+    """(format, root, episodes one at a time) of the dataset at `path`, read as they are asked for, so memory
+    holds about one episode; DatasetFormatError if it is none of the known ones or a file of it is damaged (the
+    message names the file; raised when the reading reaches it). `images=True` also reads the renders."""
     path = Path(path)
+    if not path.exists():
+        raise DatasetFormatError(f"{str(path)!r} does not exist; pass a folder written by collect_dataset.py or a "
+                                 f"replay zarr")
     found = formats.find(path) if path.is_dir() else {}
     if not found and path.is_dir() and (path / ".zgroup").is_file():
         missing = [part for part in zarr_replay.REQUIRED if not (path / part).exists()]
@@ -141,11 +147,22 @@ def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Pa
                                  f"meta/info.json, zarr: data/action + meta/episode_ends, RLDS: dataset_info.json); "
                                  f"pass a folder written by collect_dataset.py or a replay zarr")
     fmt, root = ("zarr", found["zarr"]) if images and "zarr" in found else next(iter(found.items()))
-    try:
-        episodes = _read_zarr(root, images) if fmt == "zarr" else _read_named(root, fmt, images)
-    except (OSError, KeyError, ValueError, RuntimeError) as err:
-        raise DatasetFormatError(f"{str(root)!r} is a damaged {formats.FORMATS[fmt].title} dataset: {err}; "
-                                 f"re-collect it (or restore it from a copy)") from None
-    if not episodes:
+
+    def episodes() -> Iterator[Demonstration]:
+        try:
+            yield from _read_zarr(root, images) if fmt == "zarr" else _read_named(root, fmt, images)
+        except (OSError, KeyError, ValueError, RuntimeError) as err:
+            raise DatasetFormatError(f"{str(root)!r} is a damaged {formats.FORMATS[fmt].title} dataset: {err}; "
+                                     f"re-collect it (or restore it from a copy)") from None
+
+    return fmt, root, episodes()
+
+
+def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, list[Demonstration]]:
+    """`open_demonstrations` read whole: every episode in memory, for what needs them all at once (a learner's
+    training set)."""
+    fmt, root, episodes = open_demonstrations(path, images)
+    listed = list(episodes)
+    if not listed:
         raise DatasetFormatError(f"{str(root)!r} holds no episodes")
-    return fmt, root, episodes
+    return fmt, root, listed

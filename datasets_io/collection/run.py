@@ -135,7 +135,7 @@ def collect(plan: Plan) -> int:
                 except staging.StagingError as err:
                     raise BadInput(str(err)) from None
             print(format_table(quality, f"{plan.output} (all episodes)"))
-    except EncoderStalled as stall:  # twice in a row: rare (one stall in ... collections), so no third try
+    except EncoderStalled as stall:  # twice in a row (one session in hundreds stalls: docs/experiments.md)
         stage.discard()
         print(f"error: {stall}; {unchanged}. Run the same command again: it collects the same episodes",
               file=sys.stderr)

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import av
@@ -85,21 +90,63 @@ def video_info(path: Path) -> dict:
                 "video.channels": 3, "has_audio": False}
 
 
+# A call into the encoder (opening the file, an episode's frames, the final flush) that has not returned after this
+# long is a stall: an episode's frames take well under a second even at 224 px, and SVT-AV1 once sat at 0 % CPU
+# for 16 minutes inside one such call, holding the run and its Ctrl-C.
+ENCODE_DEADLINE_S = 120.0
+
+
+class EncoderStalled(Exception):
+    """A video encoder that made no progress within ENCODE_DEADLINE_S; its thread is left behind, never waited on.
+    Neither an OSError nor a RuntimeError: it is no failed write, and `guarded_write` must not call it a full disk."""
+
+
 class VideoFile:
-    """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact."""
+    """One mp4 that episodes are appended to; frame i has pts i at 1/fps, so timestamps are exact.
+
+    Every PyAV call runs on the file's own thread and the caller waits at most ENCODE_DEADLINE_S for it: a stuck
+    encoder raises EncoderStalled instead of hanging the run, and the caller's thread keeps handling Ctrl-C (PyAV
+    releases the GIL while it encodes). The calls and their order are unchanged, so are the bytes."""
 
     def __init__(self, path: Path, size: int, codecs: tuple = VIDEO_CODECS) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        name, options = video_codec(codecs)
-        self.container = av.open(str(path), "w")
-        self.stream = self.container.add_stream(name, rate=FPS, options=options)
-        self.stream.width = self.stream.height = size
-        self.stream.pix_fmt = "yuv420p"
+        self.codec, options = video_codec(codecs)
         self.frames = 0
         self.bytes = 0  # encoded so far (the file itself appears only once the muxer flushes)
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=f"encoder of {path.name}", daemon=True).start()
+        self._call(self._open, size, options)
 
-    def write(self, images: np.ndarray) -> None:
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, call = item
+            try:
+                future.set_result(call())
+            except BaseException as err:  # handed to the caller, which raises it
+                future.set_exception(err)
+
+    def _call(self, call: Callable[..., None], *args: object) -> None:
+        future: Future = Future()
+        self._calls.put((future, partial(call, *args)))
+        try:
+            future.result(timeout=ENCODE_DEADLINE_S)
+        except BaseException as err:
+            if future.done():  # the call itself failed (a full disk...): its own error
+                raise
+            self._calls.put(None)  # stalled, or Ctrl-C: should the call ever return, the thread ends there
+            if isinstance(err, TimeoutError):
+                raise EncoderStalled(f"the {self.codec} encoder of {self.path.name} made no progress in "
+                                     f"{ENCODE_DEADLINE_S:.0f} s") from None
+            raise
+
+    def _open(self, size: int, options: dict[str, str]) -> None:
+        self.container = av.open(str(self.path), "w")
+        self.stream = self.container.add_stream(self.codec, rate=FPS, options=options)
+        self.stream.width = self.stream.height = size
+        self.stream.pix_fmt = "yuv420p"
+
+    def _encode(self, images: np.ndarray) -> None:
         for image in images:
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = self.frames
@@ -108,9 +155,29 @@ class VideoFile:
             self.bytes += sum(packet.size for packet in packets)
             self.container.mux(packets)
 
-    def close(self) -> None:
+    def _finish(self) -> None:
         self.container.mux(self.stream.encode(None))
         self.container.close()
+
+    def write(self, images: np.ndarray) -> None:
+        self._call(self._encode, images)
+
+    def close(self) -> None:
+        self._call(self._finish)
+
+
+def retry_stalled(step: Callable[[], None], where: str, restart: Callable[[], None], how: str) -> None:
+    """`step`, and after an encoder stall a note naming `where`, `restart` (a fresh encoder given what its file held
+    before) and `step` once more; a second stall is raised, naming `where`."""
+    try:
+        step()
+    except EncoderStalled as stall:
+        print(f"note: {stall} on {where}; {how}", file=sys.stderr)
+        try:
+            restart()
+            step()
+        except EncoderStalled as again:
+            raise EncoderStalled(f"{again} on {where}, again after a restart") from None
 
 
 def fixed_list(values: np.ndarray) -> pa.Array:
@@ -197,13 +264,56 @@ def column_numpy(column: pa.ChunkedArray) -> np.ndarray:
     return column.to_numpy()
 
 
-def decode_video(path: Path) -> np.ndarray:
-    """Every frame of an mp4 as (N, H, W, 3) uint8 RGB, in presentation order."""
+def decoded_frames(path: Path) -> Iterator[np.ndarray]:
+    """The frames of an mp4 one at a time as (H, W, 3) uint8 RGB, in presentation order (the file stays open until
+    the last is read or the iterator is dropped)."""
     with av.open(str(path)) as container:
-        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+        for frame in container.decode(video=0):
+            yield frame.to_ndarray(format="rgb24")
+
+
+def decode_video(path: Path) -> np.ndarray:
+    """Every frame of an mp4 as (N, H, W, 3) uint8 RGB, in presentation order (one episode's video)."""
+    frames = list(decoded_frames(path))
     if not frames:
         raise ValueError("no frame decodes")
     return np.stack(frames)
+
+
+class RowStream:
+    """The rows of a dataset's data files, in order, handed out a table of `n` at a time (`take`): a reader that
+    walks the episodes holds a batch of rows, never a whole file."""
+
+    BATCH_ROWS = 1024
+
+    def __init__(self, root: Path, files: list[Path], columns: list[str]) -> None:
+        self.batches = self._batches(root, files, columns)
+        self.pending: list[pa.RecordBatch] = []
+        self.held = 0  # rows in `pending`
+
+    def _batches(self, root: Path, files: list[Path], columns: list[str]) -> Iterator[pa.RecordBatch]:
+        for relative in files:
+            with _naming(relative):
+                handle = pq.ParquetFile(root / relative)
+                batches = handle.iter_batches(batch_size=self.BATCH_ROWS, columns=columns)
+            while True:
+                with _naming(relative):
+                    batch = next(batches, None)
+                if batch is None:
+                    break
+                yield batch
+
+    def take(self, n: int) -> pa.Table:
+        """The next `n` rows (fewer where the files end); ValueError names a file that cannot be read."""
+        while self.held < n and (batch := next(self.batches, None)) is not None:
+            self.pending.append(batch)
+            self.held += batch.num_rows
+        if not self.pending:
+            return pa.table({})
+        table = pa.Table.from_batches(self.pending)
+        taken, rest = table.slice(0, n), table.slice(n)
+        self.pending, self.held = rest.to_batches(), rest.num_rows
+        return taken
 
 
 def decode_pngs(column: pa.ChunkedArray) -> np.ndarray:

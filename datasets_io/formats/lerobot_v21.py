@@ -150,9 +150,15 @@ class Writer:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(arrays), path, compression="snappy")
         if self.use_video:
-            video = shared.VideoFile(self.root / video_path(index), self.image_size, VIDEO_CODECS)
-            video.write(ep.image)
-            video.close()
+            mp4 = self.root / video_path(index)
+
+            def encode() -> None:
+                video = shared.VideoFile(mp4, self.image_size, VIDEO_CODECS)
+                video.write(ep.image)
+                video.close()
+
+            shared.retry_stalled(encode, f"episode seed {ep.seed}", lambda: mp4.unlink(missing_ok=True),
+                                 "a fresh encoder takes it again")
         stats = {shared.IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         self.stats.append(stats)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 from pathlib import Path
 
 import av
@@ -40,17 +40,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datasets_io import lerobot_stats
-from datasets_io.episode import FPS, TASK, EpisodeData
+from datasets_io.episode import FPS, TASK, EpisodeData, replay
 from datasets_io.formats.lerobot_common import (
     EXECUTED_KEY,
     IMAGE_KEY,
     IMITATE_KEY,
     INDEX_KEYS,
     INFO_PATH,
+    RowStream,
     VideoFile,
     column_numpy,
     decode_pngs,
-    decode_video,
+    decoded_frames,
     episode_problems,
     features,
     fixed_list,
@@ -63,12 +64,14 @@ from datasets_io.formats.lerobot_common import (
     read_index,
     read_json,
     read_parquet,
+    retry_stalled,
     schema_problems,
     settings,
     train_split,
     video_info,
     write_json,
 )
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
 CODEBASE_VERSION = "v3.0"
 
@@ -177,11 +180,6 @@ def read_episodes(root: Path) -> pa.Table:
     return pa.concat_tables([read_parquet(root, path) for path in _files(root, "meta/episodes")])
 
 
-def read_frames(root: Path, columns: list[str]) -> pa.Table:
-    """`columns` of every data file, in frame order."""
-    return pa.concat_tables([read_parquet(root, path, columns) for path in _files(root, "data")])
-
-
 class LeRobotWriter:
     """Appends episodes to a new or existing LeRobot v3.0 directory; `close` writes the metadata."""
 
@@ -194,6 +192,9 @@ class LeRobotWriter:
         self._data: pq.ParquetWriter | None = None
         self._data_bytes = 0
         self._video: VideoFile | None = None
+        # (seed, executed targets) of each episode in the open video file: what a stalled encoder's replacement is
+        # given again, re-rendered (an episode's frames are not kept)
+        self._in_video: list[tuple[int, np.ndarray]] = []
         if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
             self.info = read_json(root, INFO_PATH)
             self.stats = [lerobot_stats.from_json(read_json(root, STATS_PATH))]
@@ -219,7 +220,7 @@ class LeRobotWriter:
         row = {"episode_index": episode_index, "tasks": [TASK], "length": ep.length, **self._write_data(table),
                "dataset_from_index": first, "dataset_to_index": first + ep.length}
         if self.use_video:
-            row.update(self._write_video(ep.image))
+            row.update(self._write_video(ep))
         stats = {IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         row.update({f"stats/{key}/{name}": np.asarray(value).tolist()
@@ -243,26 +244,54 @@ class LeRobotWriter:
         self._data_bytes += table.nbytes
         return {"data/chunk_index": self.data_index.chunk, "data/file_index": self.data_index.file}
 
-    def _write_video(self, images: np.ndarray) -> dict:
+    def _video_path(self) -> Path:
+        return self.root / self.video_index.path(VIDEO_PATH, video_key=IMAGE_KEY)
+
+    def _write_video(self, ep: EpisodeData) -> dict:
         if self._video is not None and self._video.bytes >= VIDEO_FILE_MB * 2**20:
-            self._video.close()
-            self._video = None
+            self._close_video()
             self.video_index = self.video_index.advanced()
-        if self._video is None:
-            self._video = VideoFile(self.root / self.video_index.path(VIDEO_PATH, video_key=IMAGE_KEY),
-                                     self.image_size)
-        start = self._video.frames / FPS
-        self._video.write(images)
+        start = sum(len(executed) for _, executed in self._in_video) / FPS
+
+        def encode() -> None:
+            if self._video is None:
+                self._video = VideoFile(self._video_path(), self.image_size)
+            self._video.write(ep.image)
+
+        retry_stalled(encode, f"episode seed {ep.seed}", self._reencode, self._restart_note())
+        self._in_video.append((ep.seed, ep.action if ep.executed is None else ep.executed))
         prefix = f"videos/{IMAGE_KEY}"
         return {f"{prefix}/chunk_index": self.video_index.chunk, f"{prefix}/file_index": self.video_index.file,
-                f"{prefix}/from_timestamp": start, f"{prefix}/to_timestamp": start + len(images) / FPS}
+                f"{prefix}/from_timestamp": start, f"{prefix}/to_timestamp": start + ep.length / FPS}
+
+    def _close_video(self) -> None:
+        retry_stalled(lambda: self._video.close(), f"the end of {self._video_path().name}", self._reencode,
+                      self._restart_note())
+        self._video, self._in_video = None, []
+
+    def _restart_note(self) -> str:
+        return (f"a fresh encoder takes {self._video_path().name} from its start again ({len(self._in_video)} "
+                f"episode(s) re-rendered from their seeds)")
+
+    def _reencode(self) -> None:
+        """The open video file from a fresh encoder, given its episodes again: their frames re-rendered by replaying
+        each from its seed and executed targets (renders are exact, as --verify holds the lossless formats to), so
+        the file is the bytes it would have been."""
+        path = self._video_path()
+        path.unlink(missing_ok=True)  # the stalled encoder's (its thread may still hold it: it writes nowhere read)
+        self._video = VideoFile(path, self.image_size)
+        if self._in_video:
+            env = make_env(PUSHT_ENV_ID, observation_width=self.image_size, observation_height=self.image_size)
+            for seed, executed in self._in_video:
+                self._video.write(replay(env, seed, executed, render=True)["image"])
+            env.close()
 
     def close(self, collection: dict) -> None:
         """Finish the files and write the metadata, info.json last; `collection` goes to meta/collection.json."""
         if self._data is not None:
             self._data.close()
         if self._video is not None:
-            self._video.close()
+            self._close_video()
         if not self.rows:
             return
         path = self.root / self.meta_index.path(EPISODES_PATH)
@@ -291,41 +320,72 @@ def read_collection(root: Path) -> dict:
     return read_json(root, COLLECTION_PATH)
 
 
-def _video_frames(root: Path, row: dict, decoded: dict[str, np.ndarray]) -> np.ndarray:
-    """An episode's frames from the video file it lives in (decoded once per file, kept in `decoded`)."""
-    prefix = f"videos/{IMAGE_KEY}"
-    relative = _FileIndex(row[f"{prefix}/chunk_index"], row[f"{prefix}/file_index"]).path(VIDEO_PATH,
-                                                                                           video_key=IMAGE_KEY)
-    if relative not in decoded:
-        decoded.clear()  # episodes come in file order: one file in memory at a time
+class _VideoFrames:
+    """The frames of one episode after another from the video files they live in, decoded as they are asked for:
+    episodes come in file order, so one pass over each file holds no more than an episode's frames."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.relative: str | None = None
+        self.frames: Iterator[np.ndarray] = iter(())
+        self.position = 0  # the index of the next frame `frames` gives
+
+    def _open(self, relative: str) -> None:
+        self.relative, self.frames, self.position = relative, decoded_frames(self.root / relative), 0
+
+    def episode(self, row: dict) -> np.ndarray:
+        """The episode's frames (fewer where the video ends early: replay reports it); ValueError names a file that
+        does not decode."""
+        prefix = f"videos/{IMAGE_KEY}"
+        relative = _FileIndex(row[f"{prefix}/chunk_index"], row[f"{prefix}/file_index"]).path(VIDEO_PATH,
+                                                                                               video_key=IMAGE_KEY)
+        start = round(row[f"{prefix}/from_timestamp"] * FPS)
+        if relative != self.relative or start < self.position:
+            self._open(relative)
         try:
-            decoded[relative] = decode_video(root / relative)
+            for _ in range(start - self.position):
+                next(self.frames, None)
+            frames = list(islice(self.frames, row["length"]))
         except (OSError, ValueError, av.FFmpegError) as err:
             raise ValueError(f"{relative}: the video does not decode ({err})") from None
-    start = round(row[f"{prefix}/from_timestamp"] * FPS)
-    return decoded[relative][start:start + row["length"]]
+        self.position = start + row["length"]
+        if not frames and row["length"]:
+            raise ValueError(f"{relative}: the video does not decode (no frame at {start})")
+        return np.stack(frames) if frames else np.zeros((0, 0, 0, 3), np.uint8)
+
+
+def _episode_rows(root: Path) -> Iterator[dict]:
+    """Every row of meta/episodes, in episode order, one file at a time."""
+    for path in _files(root, "meta/episodes"):
+        yield from read_parquet(root, path).to_pylist()
 
 
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
     """(episode row, per-frame arrays) for every episode; perturbed datasets add the executed target and the
-    imitation mark; with `images`, the decoded frames under "image" (a short video gives fewer frames)."""
+    imitation mark; with `images`, the decoded frames under "image" (a short video gives fewer frames). Streams:
+    the data files are read a few thousand rows at a time and the videos decoded as the episodes need them, so
+    memory holds about an episode whatever the dataset's size."""
     info = read_json(root, INFO_PATH)
     columns = ["observation.state", "observation.environment_state", "action", "next.reward", "next.success", "index"]
     columns += [key for key in (EXECUTED_KEY, IMITATE_KEY) if key in info["features"]]
     use_video = info["features"][IMAGE_KEY]["dtype"] == "video"
-    frames = read_frames(root, columns + ([IMAGE_KEY] if images and not use_video else []))
-    arrays = {name: column_numpy(frames.column(name)) for name in columns}
-    episodes = read_episodes(root)
-    if not np.array_equal(arrays["index"], np.arange(episodes.column("dataset_to_index")[-1].as_py())):
-        raise ValueError("the data files' `index` column is not 0, 1, ... up to the last episode's end")
-    decoded: dict[str, np.ndarray] = {}
-    for row in episodes.to_pylist():
-        window = slice(row["dataset_from_index"], row["dataset_to_index"])
-        episode = {name: values[window] for name, values in arrays.items()}
+    pngs = images and not use_video
+    rows = RowStream(root, _files(root, "data"), columns + ([IMAGE_KEY] if pngs else []))
+    video = _VideoFrames(root)
+    end = 0
+    for row in _episode_rows(root):
+        first, last = row["dataset_from_index"], row["dataset_to_index"]
+        table = rows.take(last - first) if first == end else None
+        if table is None or table.num_rows != last - first or not np.array_equal(
+                column_numpy(table.column("index")), np.arange(first, last)):
+            raise ValueError("the data files' `index` column is not 0, 1, ... up to the last episode's end")
+        episode = {name: column_numpy(table.column(name)) for name in columns}
         if images:
-            episode["image"] = (_video_frames(root, row, decoded) if use_video else
-                                decode_pngs(frames.column(IMAGE_KEY).slice(window.start, row["length"])))
+            episode["image"] = video.episode(row) if use_video else decode_pngs(table.column(IMAGE_KEY))
+        end = last
         yield row, episode
+    if rows.take(1).num_rows:
+        raise ValueError("the data files' `index` column is not 0, 1, ... up to the last episode's end")
 
 
 EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index",

@@ -142,25 +142,52 @@ def read_array(array: zarr.Array, selection: slice = slice(None)) -> np.ndarray:
         raise ValueError(f"{array.path}: cannot be read ({err})") from None
 
 
+class ArrayStream:
+    """Consecutive row windows of a zarr array (episode after episode), read whole chunks at a time and each chunk
+    once: memory holds the chunks an episode touches, whatever the array's length."""
+
+    def __init__(self, array: zarr.Array) -> None:
+        self.array = array
+        self.block = read_array(array, slice(0, 0))
+        self.low = self.high = 0  # the rows `block` holds
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows start:stop (a view of the block read); ValueError names a chunk that does not decode."""
+        if not self.low <= start <= stop <= self.high:
+            chunk = self.array.chunks[0]
+            high = max(min(-(-stop // chunk) * chunk, self.array.shape[0]), start)
+            if self.low <= start <= self.high:  # go on from the rows already read
+                self.block = np.concatenate([self.block[start - self.low:],
+                                             read_array(self.array, slice(self.high, high))])
+                self.low = start
+            else:
+                self.low = start // chunk * chunk
+                self.block = read_array(self.array, slice(self.low, high))
+            self.high = high
+        return self.block[start - self.low:stop - self.low]
+
+
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
     """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
-    uint8 under "image" (read one episode at a time)."""
+    uint8 under "image". Streams: every array is read a chunk at a time as the episodes reach it."""
     group = zarr.open_group(str(root), mode="r")
     meta = {name: read_array(group["meta"][name]) for name in META}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
-    data = {name: read_array(group["data"][name]) for name in names}
-    if meta["episode_ends"][-1] != len(data["action"]):
-        raise ValueError(f"meta/episode_ends ends at {meta['episode_ends'][-1]}, data/action holds "
-                         f"{len(data['action'])} frames")
+    data = {name: ArrayStream(group["data"][name]) for name in names}
+    frames = group["data"]["action"].shape[0]
+    if meta["episode_ends"][-1] != frames:
+        raise ValueError(f"meta/episode_ends ends at {meta['episode_ends'][-1]}, data/action holds {frames} frames")
+    image = ArrayStream(group["data"]["img"]) if images else None
     start = 0
     for e, end in enumerate(meta["episode_ends"]):
+        end = int(end)
         facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),
-                 "length": int(end - start)}
-        episode = {name: values[start:end] for name, values in data.items()}
-        if images:
-            episode["image"] = np.round(read_array(group["data"]["img"], slice(start, int(end)))).astype(np.uint8)
+                 "max_coverage": float(meta["episode_max_coverage"][e]), "length": end - start}
+        episode = {name: values.rows(start, end) for name, values in data.items()}
+        if image is not None:
+            episode["image"] = np.round(image.rows(start, end)).astype(np.uint8)
         yield facts, episode
-        start = int(end)
+        start = end
 
 
 def check_appendable(root: Path) -> None:
