@@ -174,7 +174,7 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
                  else "failed episodes are kept too") + "."
               + (f" Recovery demonstrations: {json.dumps(perturbation)}; `action` is the clean demonstrator's label."
                  if perturbation else "")
-              + (f" {policy_note}" if policy_note else ""), ""]
+              + (f" {policy_note}" if policy_note else ""), "", *_edit_lines(collection)]
     header = ("", name) + (("human reference",) if reference else ())
     rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
              *((f"{reference['episodes']:,} / {reference['frames']:,}",) if reference else ()))]
@@ -201,6 +201,18 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               f"  note = {{{TITLES[fmt]}; seeds {seeds.replace('–', '--')}; collect\\_dataset.py}},",
               "}", "```", ""]
     return "\n".join(lines)
+
+
+def _edit_lines(collection: dict) -> list[str]:
+    """How `edit_dataset.py` made the dataset from collected ones (none for a collection as written): the runs above
+    recorded its episodes, the tables count what it holds."""
+    edits = collection.get("edits") or []
+    if not edits:
+        return []
+    return ["Its episodes were then edited, each re-recorded by replaying it from its seed (the runs' `kept` counts "
+            "what they collected; the tables above count what this dataset holds):", "",
+            *_table(("edit", "inputs"), [(f"`{edit['command']}`", ", ".join(f"`{path}`" for path in edit["inputs"]))
+                                         for edit in edits]), ""]
 
 
 def policy_record(collection: dict) -> str | None:

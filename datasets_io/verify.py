@@ -48,7 +48,7 @@ def _zarr_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "keypoint": dp_keypoints(sim["block_pose"]), "n_contacts": sim["n_contacts"][:, None]}
 
 
-def _executed(recorded: dict[str, np.ndarray]) -> np.ndarray:
+def executed_targets(recorded: dict[str, np.ndarray]) -> np.ndarray:
     """The targets actually sent: the executed column of a perturbed collection, else the action."""
     for key in (lerobot_common.EXECUTED_KEY, "executed_action"):
         if key in recorded:
@@ -56,7 +56,8 @@ def _executed(recorded: dict[str, np.ndarray]) -> np.ndarray:
     return recorded["action"]
 
 
-def _imitate(recorded: dict[str, np.ndarray]) -> np.ndarray:
+def imitation_marks(recorded: dict[str, np.ndarray]) -> np.ndarray:
+    """Per frame, whether a learner should imitate it: False on a perturbed collection's burst frames."""
     return np.asarray(recorded.get(lerobot_common.IMITATE_KEY, recorded.get("imitate")), dtype=bool).reshape(-1)
 
 
@@ -132,11 +133,11 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
         if len(recorded["action"]) != facts["length"]:
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
-        executed = _executed(recorded)
+        executed = executed_targets(recorded)
         sim = replay(env, facts["seed"], executed, render=True)
         _check_images(report, facts, recorded["image"], sim["image"], tolerance)
         if executed is not recorded["action"]:
-            clean = _imitate(recorded)
+            clean = imitation_marks(recorded)
             if not np.array_equal(recorded["action"][clean], executed[clean]):
                 report.mismatch(facts, "a label differs from the executed target on a frame not marked off")
             if labels_of is not None:

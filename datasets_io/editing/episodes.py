@@ -1,0 +1,137 @@
+"""An edit's episodes: each input dataset read episode by episode (what replaying it needs, never its frames), the
+selections a command line makes of them, and each episode recorded again by replaying it.
+
+Re-recording replays the episode from its seed and the targets it executed, as `--verify` does, and renders it at
+the output's image size: the frames, states, rewards and contacts are then exactly what a collection writes (a
+video is encoded once, from renders, never from decoded frames), whatever format the input stored them in. The
+labels, imitation marks, success flag and coverage are the input's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from common.cli import BadInput
+from datasets_io import formats
+from datasets_io.episode import EpisodeData, replay
+from datasets_io.formats import FORMATS
+from datasets_io.verify import executed_targets, imitation_marks
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One input episode: where it is, its facts and the per-frame arrays replaying it needs."""
+
+    source: int  # the input's position on the command line
+    index: int  # its episode index in that input
+    seed: int
+    success: bool
+    max_coverage: float
+    action: np.ndarray  # (T, 2) the labels (the executed targets unless perturbed)
+    executed: np.ndarray | None  # (T, 2) perturbed collections: the targets sent
+    imitate: np.ndarray | None  # (T,) perturbed collections: False on burst frames
+
+    @property
+    def length(self) -> int:
+        return len(self.action)
+
+
+@dataclass(frozen=True)
+class Input:
+    """A dataset an edit reads: its format, folder and collection record."""
+
+    path: Path  # as given
+    fmt: str
+    root: Path
+    collection: dict
+
+    @property
+    def perturbed(self) -> bool:
+        return self.collection.get("perturbation") is not None
+
+    def episodes(self, source: int) -> Iterator[Recorded]:
+        """Every episode in order, read a chunk at a time (no frames)."""
+        for facts, arrays in FORMATS[self.fmt].iter_episodes(self.root, False):
+            yield Recorded(source, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
+                           float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
+                           np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
+                           imitation_marks(arrays) if self.perturbed else None)
+
+
+def open_input(path: str) -> Input:
+    """The dataset at `path`: one format's folder, or a collection folder holding exactly one; bad input saying what
+    to pass otherwise."""
+    found = formats.find(Path(path)) if Path(path).is_dir() else {}
+    if not found:
+        raise BadInput(f"{path!r} holds no dataset written by collect_dataset.py; pass a dataset folder")
+    if len(found) > 1:
+        raise BadInput(f"{path!r} holds several formats ({' '.join(found)}); pass one of them, e.g. "
+                       f"{str(next(iter(found.values())))!r}")
+    fmt, root = next(iter(found.items()))
+    try:
+        collection = FORMATS[fmt].read_collection(root)
+    except (OSError, KeyError, ValueError):
+        raise BadInput(f"{path!r} is a {FORMATS[fmt].title} dataset without a collection record (not written by "
+                       f"collect_dataset.py), so its episodes cannot be replayed; pass one of ours") from None
+    return Input(Path(path), fmt, root, collection)
+
+
+SPEC = re.compile(r"^\d+(:\d+)?$")
+
+
+def parse_spec(text: str, flag: str) -> list[range]:
+    """`0:100,150,170:180` as ranges (start:stop, stop excluded, as in Python); bad input naming the flag otherwise."""
+    ranges = []
+    for part in text.split(","):
+        if not SPEC.match(part.strip()):
+            raise BadInput(f"{flag} {text!r}: {part!r} is not N or START:STOP; write e.g. 0:100,150,170:180")
+        start, _, stop = part.strip().partition(":")
+        span = range(int(start), int(stop) if stop else int(start) + 1)
+        if not span:
+            raise BadInput(f"{flag} {text!r}: {part!r} is empty (STOP must be above START)")
+        ranges.append(span)
+    return ranges
+
+
+def in_spec(value: int, spec: list[range] | None) -> bool:
+    return spec is None or any(value in span for span in spec)
+
+
+def unmatched(values: set[int], spec: list[range] | None) -> list[int]:
+    """The single values a spec names that are not among `values` (ranges may run past the ends)."""
+    return [span.start for span in spec or [] if len(span) == 1 and span.start not in values]
+
+
+def rerecord(env: gym.Env, episode: Recorded) -> EpisodeData:
+    """The episode as a collection records it, replayed from its seed and executed targets in `env` (rendering at
+    the output's size)."""
+    sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True)
+    return EpisodeData(seed=episode.seed, success=episode.success, max_coverage=episode.max_coverage,
+                       image=sim["image"], agent_pos=sim["agent_pos"].astype(np.float32),
+                       keypoints=sim["keypoints"].astype(np.float32), block_pose=sim["block_pose"].astype(np.float32),
+                       n_contacts=sim["n_contacts"].astype(np.float32), action=episode.action,
+                       reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
+                       executed=episode.executed, imitate=episode.imitate)
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What a worker needs to re-record episodes: the output's image size, formats and video choice (picklable)."""
+
+    image_size: int
+    names: tuple[str, ...]
+    use_video: bool
+
+
+def worker_recorder(job: Rendering) -> Callable[[tuple[int, Recorded]], EpisodeData]:
+    """A worker's re-recorder (its own env), for the execution seam: (part, episode) -> the episode recorded, with
+    what its writers derive from the frames already computed."""
+    env = make_env(PUSHT_ENV_ID, observation_width=job.image_size, observation_height=job.image_size)
+    return lambda item: formats.prepare(rerecord(env, item[1]), job.names, job.use_video)

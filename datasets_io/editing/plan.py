@@ -1,0 +1,231 @@
+"""An edit request checked before any episode is written: the inputs (each checked as --verify checks metadata and
+checksums), the output folder, and which episodes go to which output part."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from common import parallel
+from common.cli import BadInput
+from datasets_io import formats, manifest
+from datasets_io.collection import staging
+from datasets_io.collection.plan import check_replaceable, format_names, recorded_command
+from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
+from datasets_io.verify import check_metadata, replay_failures
+from env.pusht_wrapper import image_size_problem
+
+COMMANDS = ("merge", "select", "split", "convert")
+PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class EditRequest:
+    """What edit_dataset.py asks for, as its flags name it (None: not given); an edit can be run from Python."""
+
+    command: str
+    inputs: list[str]
+    output: str
+    format: list[str] | None = None
+    image_size: int | None = None
+    episodes: str | None = None
+    seeds: str | None = None
+    max_steps: int | None = None
+    drop_flagged: bool = False
+    fractions: list[str] | None = None
+    seed: int = 0
+    workers: int = 1
+    ray: str | None = None
+    overwrite: bool = False
+    argv: list[str] = field(default_factory=list)  # the command line as typed, recorded with the edit
+
+
+@dataclass
+class Part:
+    """One output dataset: its folder inside the output (None: the output itself) and its formats."""
+
+    name: str | None
+    names: tuple[str, ...]
+    episodes: int = 0
+    frames: int = 0
+
+
+@dataclass
+class EditPlan:
+    output: Path
+    mode: str  # "new" or "overwrite"
+    inputs: list[Input]
+    parts: list[Part]
+    route: dict[tuple[int, int], int]  # (input, episode index) -> the part it goes to; absent: left out
+    rendering: Rendering
+    backend: parallel.Backend
+    record: dict  # the collection record every part carries (its runs and edits)
+
+
+def parse_fractions(items: list[str]) -> dict[str, float]:
+    """NAME=F pairs: distinct folder names, fractions in (0, 1] summing to 1."""
+    fractions: dict[str, float] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        try:
+            fraction = float(value) if equals else math.nan
+        except ValueError:
+            fraction = math.nan
+        if not PART_NAME.match(name) or not 0 < fraction <= 1:
+            raise BadInput(f"--fractions {item!r}: write NAME=F, NAME a folder name and F in (0, 1], e.g. "
+                           f"train=0.9 val=0.1")
+        if name in fractions:
+            raise BadInput(f"--fractions names {name!r} twice; give each part once")
+        fractions[name] = fraction
+    if abs(sum(fractions.values()) - 1) > 1e-6:
+        raise BadInput(f"--fractions sum to {sum(fractions.values()):g}; they must sum to 1")
+    return fractions
+
+
+def split_counts(total: int, fractions: list[float]) -> list[int]:
+    """Episodes per part: each fraction's floor, the rest to the largest remainders (the first on a tie)."""
+    exact = [total * f for f in fractions]
+    counts = [math.floor(x) for x in exact]
+    for i in sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))[:total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def check_input(source: Input) -> None:
+    """Refuse an input whose metadata or bytes are not the ones written, naming the file."""
+    try:
+        problems = check_metadata(source.root, source.fmt, source.collection) + manifest.check(source.root)
+    except (OSError, KeyError, ValueError, RuntimeError) as err:
+        problems = [str(err)]
+    if problems:
+        raise BadInput(f"the input {str(source.path)!r} fails its check ({problems[0]}); nothing was written. "
+                       f"Check it with collect_dataset.py --verify, or restore it from a copy")
+
+
+def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
+    """"new" or "overwrite": an existing output is replaced only with --overwrite and only when we wrote all of it."""
+    for source in inputs:
+        ours, theirs = output.resolve(), source.root.resolve()
+        if ours == theirs or ours in theirs.parents or theirs in ours.parents:
+            raise BadInput(f"--output {str(output)!r} overlaps the input {str(source.path)!r}; an edit never writes "
+                           f"into its inputs: choose another --output")
+    try:
+        staging.recover(output)
+        staging.clear_stale_partial(output, replace_allowed=overwrite)
+    except staging.StagingError as err:
+        raise BadInput(str(err)) from None
+    if output.exists() and not output.is_dir():
+        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
+    if not output.is_dir() or staging.is_empty_dir(output):
+        return "new"
+    existing = formats.find(output) or {entry.name: entry for entry in sorted(output.iterdir())
+                                        if entry.is_dir() and formats.detect(entry) is not None}
+    if not existing:
+        raise BadInput(f"{str(output)!r} is not empty and holds no dataset; choose another --output")
+    if not overwrite:
+        raise BadInput(f"{str(output)!r} already holds a dataset; pass --overwrite to replace it or choose another "
+                       f"--output")
+    check_replaceable(output, existing)
+    return "overwrite"
+
+
+def merged_settings(inputs: list[Input], image_size: int | None) -> dict:
+    """The collection settings of the output: the inputs' (which must agree), at `image_size` if given."""
+    first = inputs[0].collection
+    for source in inputs[1:]:
+        for key, what in (("env_id", "env"), ("perturbation", "burst settings"), ("max_steps", "step limit"),
+                          ("video", "video choice"), ("image_size", "image size")):
+            if key == "image_size" and image_size is not None:
+                continue
+            if source.collection.get(key) != first.get(key):
+                fix = "; pass --image-size to render every episode at one size" if key == "image_size" else ""
+                raise BadInput(f"the inputs differ in {what}: {str(inputs[0].path)!r} has {first.get(key)!r}, "
+                               f"{str(source.path)!r} has {source.collection.get(key)!r}{fix}")
+    return {**first, "image_size": first["image_size"] if image_size is None else image_size}
+
+
+def check_request(args: EditRequest) -> None:
+    """Every flag on its own, before any file is read."""
+    if args.command not in COMMANDS:
+        raise BadInput(f"unknown command {args.command!r}; use one of {', '.join(COMMANDS)}")
+    if args.workers < 1:
+        raise BadInput(f"--workers must be >= 1, got {args.workers}")
+    if args.image_size is not None and (problem := image_size_problem(args.image_size)) is not None:
+        raise BadInput(f"--image-size {problem}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise BadInput(f"--max-steps must be >= 1, got {args.max_steps}")
+    if args.command == "split":
+        parse_fractions(args.fractions or [])
+    for flag, spec in (("--episodes", args.episodes), ("--seeds", args.seeds)):
+        if spec is not None:
+            parse_spec(spec, flag)
+    if args.command != "merge" and len(args.inputs) != 1:
+        raise BadInput(f"{args.command} takes one input dataset, got {len(args.inputs)}; merge takes several")
+
+
+def plan_edit(args: EditRequest) -> EditPlan:
+    """Check the request, its inputs and its output, then decide where every episode goes, before anything is
+    written."""
+    check_request(args)
+    backend = parallel.backend(args.workers, args.ray)
+    inputs = [open_input(path) for path in args.inputs]
+    for source in inputs:
+        check_input(source)
+    settings = merged_settings(inputs, args.image_size)
+    names = format_names(args.format) if args.format else (inputs[0].fmt,)
+    output = Path(args.output)
+    mode = check_output(output, args.overwrite, inputs)
+    # the episodes' facts, one pass over the inputs' low-dimensional data
+    facts = [(s, ep.index, ep.seed, ep.length) for s, source in enumerate(inputs) for ep in source.episodes(s)]
+    dropped = flagged(inputs) if args.drop_flagged else set()
+    if args.command == "split":
+        fractions = parse_fractions(args.fractions or [])
+        counts = split_counts(len(facts), list(fractions.values()))
+        if 0 in counts:
+            empty = list(fractions)[counts.index(0)]
+            raise BadInput(f"--fractions leave part {empty!r} without an episode ({len(facts)} in all); give it a "
+                           f"larger fraction")
+        order = np.random.default_rng(args.seed).permutation(len(facts))
+        starts = np.cumsum([0, *counts])
+        part_of = {int(position): p for p in range(len(counts)) for position in order[starts[p]:starts[p + 1]]}
+        parts = [Part(name, names) for name in fractions]
+        route = {facts[i][:2]: part_of[i] for i in range(len(facts))}
+    else:
+        episodes = parse_spec(args.episodes, "--episodes") if args.episodes else None
+        seeds = parse_spec(args.seeds, "--seeds") if args.seeds else None
+        for flag, spec, values in (("--episodes", episodes, {f[1] for f in facts}),
+                                   ("--seeds", seeds, {f[2] for f in facts})):
+            if missing := unmatched(values, spec):
+                raise BadInput(f"{flag} names {missing[0]}, which {str(inputs[0].path)!r} does not hold; nothing "
+                               f"was written")
+        route = {(s, index): 0 for s, index, seed, length in facts
+                 if in_spec(index, episodes) and in_spec(seed, seeds) and (s, index) not in dropped
+                 and (args.max_steps is None or length <= args.max_steps)}
+        if not route:
+            raise BadInput(f"the selection keeps no episode of the {len(facts)}; nothing was written")
+        parts = [Part(None, names)]
+    for s, index, _, length in facts:
+        if (s, index) in route:
+            parts[route[s, index]].episodes += 1
+            parts[route[s, index]].frames += length
+    edit = {"command": recorded_command(args.argv, "edit_dataset.py"),
+            "inputs": [str(source.path) for source in inputs]}
+    record = {**settings, "runs": [run for source in inputs for run in source.collection["runs"]],
+              "next_seed": max(source.collection["next_seed"] for source in inputs),
+              "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit]}
+    rendering = Rendering(record["image_size"], names, record["video"])
+    return EditPlan(output, mode, inputs, parts, route, rendering, backend, record)
+
+
+def flagged(inputs: list[Input]) -> set[tuple[int, int]]:
+    """(input, episode index) of every episode dataset_report.py flags as unusable: a recorded failure, or one whose
+    replay does not reproduce what is stored (its --verify)."""
+    found = set()
+    for s, source in enumerate(inputs):
+        found |= {(s, bad["episode"]) for bad in replay_failures(source.root, source.fmt, source.collection)["failed"]}
+        found |= {(s, ep.index) for ep in source.episodes(s) if not ep.success}
+    return found
