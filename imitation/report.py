@@ -17,7 +17,7 @@ from common import parallel
 from common.cli import EXIT_INTERRUPTED, BadInput, check_output_file, check_writable_dir, json_with_keys
 from common.files import atomic_write_bytes, guarded_write, remove_created_dirs
 from datasets_io.formats import FORMATS
-from datasets_io.readers import DatasetFormatError, Demonstration, read_demonstrations
+from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata, replay_failures
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
@@ -58,7 +58,8 @@ REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
 
 
 def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
-    """Check every flag before any dataset is read; the backend the jobs will run on."""
+    """Check every flag and find every dataset's format before an output is looked at, and before any episode is
+    read; the backend the jobs will run on."""
     for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
                         ("--train-steps", args.train_steps)):
         if value is not None and value < 1:
@@ -79,6 +80,11 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
         raise BadInput("--device cuda: this machine has no CUDA device; use --device cpu")
     if args.plot and not args.imitation:
         raise BadInput("--plot draws the imitation figures; add --imitation")
+    for path in [*args.datasets, *args.reference]:  # the inputs before the outputs: a typo is named as one
+        try:
+            open_demonstrations(path)  # finds the format; the episodes are read later
+        except DatasetFormatError as err:
+            raise BadInput(str(err)) from None
     check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
                       "a report written by dataset_report.py")
     check_output_file(args.plot, "--plot", args.overwrite, plotted_here, "a plot written by dataset_report.py")

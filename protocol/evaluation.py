@@ -257,9 +257,6 @@ def evaluate(request: EvaluationRequest) -> dict:
     """Run the protocol as asked, print the table and write the metrics JSON (and videos, a GIF); the result.
     BadInput before anything runs for a bad request, WriteError for a failed write."""
     validate(request)
-    check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
-                      "a metrics JSON written by evaluate.py")
-    check_media(request)
     spec = controller = None
     if request.controller:
         spec = controllers.ControllerSpec(request.controller, controllers.parse_args(request.controller_arg),
@@ -270,6 +267,10 @@ def evaluate(request: EvaluationRequest) -> dict:
     env_id, env_options = env_spec(policy)
     if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:  # before any folder is made for them
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
+    # the inputs above, then the outputs: a missing checkpoint is named, not a video of an earlier run
+    check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
+                      "a metrics JSON written by evaluate.py")
+    check_media(request)
     created = check_output_dirs(request)
     seeds = [request.start_seed + i for i in range(request.episodes)]
     job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)

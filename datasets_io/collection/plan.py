@@ -249,6 +249,16 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput("--overwrite and --resume exclude each other; drop one")
     if args.action_noise < 0:
         raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
+    # the inputs first (the policy, a burst learner named on the command line), then the output: a missing
+    # checkpoint is named as such, not as a clash with a dataset an earlier run left
+    if args.policy == "checkpoint" and args.checkpoint is None and (shipped := shipped_policy()) is not None:
+        args = replace(args, checkpoint=shipped)
+    policy, _ = load_checked_policy(args)
+    if policy is not None and policy.env_id != PUSHT_ENV_ID:
+        raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
+    if args.burst_learner is not None and not Path(args.burst_learner).is_file():
+        raise BadInput(f"--burst-learner {args.burst_learner!r} is not a file; pass a learner saved by "
+                       f"dataset_report.py --save-learners")
     output = Path(args.output)
     existing = check_output(args)
     record = read_collection(existing) if args.resume and existing else {}
@@ -286,11 +296,6 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
-    if args.policy == "checkpoint" and args.checkpoint is None and (shipped := shipped_policy()) is not None:
-        args = replace(args, checkpoint=shipped)
-    policy, _ = load_checked_policy(args)
-    if policy is not None and policy.env_id != PUSHT_ENV_ID:
-        raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
     perturbation = plan_perturbation(args, record)
     burst_driver = None
     if perturbation.learner is not None:
