@@ -115,7 +115,8 @@ class VideoFile:
         self.frames = 0
         self.bytes = 0  # encoded so far (the file itself appears only once the muxer flushes)
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name=f"encoder of {path.name}", daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, name=f"encoder of {path.name}", daemon=True)
+        self._thread.start()
         self._call(self._open, size, options)
 
     def _serve(self) -> None:
@@ -163,7 +164,11 @@ class VideoFile:
         self._call(self._encode, images)
 
     def close(self) -> None:
-        self._call(self._finish)
+        try:
+            self._call(self._finish)
+        finally:
+            self._calls.put(None)  # the file is done: its thread ends, and the encoder's threads with the stream
+        self._thread.join()  # the flush returned, so the thread is ending: never more than one a file at a time
 
 
 def retry_stalled(step: Callable[[], None], where: str, restart: Callable[[], None], how: str) -> None:

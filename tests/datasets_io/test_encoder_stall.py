@@ -9,17 +9,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import av
+import numpy as np
 import pytest
 from conftest import REPO, one_error, tree
 from stalling_av import stalling_open
 
 import collect_dataset
 from datasets_io.collection import staging
-from datasets_io.formats import lerobot_common
+from datasets_io.formats import lerobot_common, lerobot_v21
 
 HERE = Path(__file__).resolve().parent
 V30_VIDEO = "videos/observation.image/chunk-000/file-000.mp4"
@@ -90,3 +92,14 @@ def test_ctrl_c_ends_a_stalled_collection(tmp_path: Path) -> None:
         proc.kill()
     assert log.read_text().splitlines()[-1] == "interrupted; nothing saved by this run"
     assert not root.exists() and not staging.partial_path(root).exists()
+
+
+@pytest.mark.parametrize("codecs", [lerobot_common.VIDEO_CODECS, lerobot_v21.VIDEO_CODECS])
+def test_a_closed_video_file_leaves_no_thread_behind(tmp_path: Path, codecs: tuple) -> None:
+    """Each file's thread ends with it: a leaked one kept its encoder's threads too, and a long collection ran out."""
+    before = threading.active_count()
+    for n in range(3):
+        video = lerobot_common.VideoFile(tmp_path / f"{n}.mp4", 96, codecs)
+        video.write(np.zeros((3, 96, 96, 3), np.uint8))
+        video.close()
+    assert threading.active_count() == before
