@@ -4,7 +4,7 @@
                                      [--format F ...] [--image-size S]
     python edit_dataset.py split IN --output OUT --fractions NAME=F [NAME=F ...] [--seed S]    # writes OUT/NAME
     python edit_dataset.py convert IN --output OUT --format F [F ...] [--image-size S]
-    python edit_dataset.py merge IN [IN ...] --output OUT [--format F ...] [--image-size S]
+    python edit_dataset.py merge IN [IN ...] --output OUT [--format F ...] [--image-size S] [--keep-duplicates]
     (every command also takes [--workers N] [--ray [ADDRESS]] [--overwrite])
 
 IN is a dataset folder collect_dataset.py wrote, in any of its formats (a folder of several formats: pass one of its
@@ -12,10 +12,13 @@ sub-folders). SPEC lists episode indices or seeds as `0:100,150,170:180` (START:
 does). --max-steps keeps the episodes of at most N steps; --drop-flagged drops those dataset_report.py flags as
 unusable (recorded failures and episodes whose replay fails). split deals the episodes out at random (fixed by
 --seed) in the given fractions; every part is a complete dataset, the parts are disjoint and together hold every
-episode. merge writes the episodes of every input, in order; the inputs must share their collection settings (an
---image-size reconciles differing image sizes). Every episode is recorded again by replaying it from its seed and
-executed targets, as --verify does, at the output's image size and in its formats (default: the input's format),
-so a 96 px zarr becomes a 224 px RLDS or LeRobot dataset frame-exactly, without the policy. Outputs are datasets like
+episode. merge writes the episodes of every input, in order, each recording its source (the input, its policy's
+SHA-256 and collection command) in the format's per-episode metadata (`source`, an index into the record's
+`sources`) and on the card; the same seed from the same policy twice is refused unless --keep-duplicates; the inputs
+must share their collection settings (an --image-size reconciles differing image sizes). Every episode is recorded
+again by replaying it from its seed and executed targets, as --verify does, at the output's image size and in its
+formats (default: the input's format), so a 96 px zarr becomes a 224 px RLDS or LeRobot dataset frame-exactly,
+without the policy. Outputs are datasets like
 collect_dataset.py's (manifest, card, quality statistics; collect_dataset.py --verify passes), built in OUT.partial
 and swapped in whole; the inputs are never written. --workers / --ray re-record in parallel with the same bytes.
 Exit codes: 0 done; 2 bad input (one line on stderr; nothing written); 74 the output could not be written (e.g. a full
@@ -58,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-steps", type=int, metavar="N", help="keep only episodes of at most N steps")
             sub.add_argument("--drop-flagged", action="store_true",
                              help="drop recorded failures and episodes whose replay fails (dataset_report.py's flags)")
+        if name == "merge":
+            sub.add_argument("--keep-duplicates", action="store_true",
+                             help="keep an episode that several inputs hold (the same seed from the same policy); "
+                                  "refused by default")
         if name == "split":
             sub.add_argument("--fractions", nargs="+", required=True, metavar="NAME=F",
                              help="each part's folder name and share of the episodes, e.g. train=0.9 val=0.1")

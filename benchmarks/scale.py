@@ -3,7 +3,8 @@
     python benchmarks/scale.py [--sizes 200 2000] [--out data/bench_scale] [--ops collect verify ...]
 
 At each size N: `collect_dataset.py --episodes N --format lerobot zarr` (the shipped demonstrator, one worker), then
-`collect_dataset.py --verify` on it, then the edits of `edit_dataset.py` that exist. Every operation is its own
+`collect_dataset.py --verify` on it, `edit_dataset.py convert` of its zarr to LeRobot v2.1 and `edit_dataset.py merge`
+of its two formats into one LeRobot v3.0 dataset (2N episodes), all one worker. Every operation is its own
 process; its peak RSS is that process's own (`os.wait4`'s rusage: the kernel's high-water mark, no sampling), its
 rate the frames it handled over its wall time. The table gives both at each size and their ratios (large / small):
 streaming means frames/s ≥ 0.9× and peak RSS ≤ 1.3× from 200 to 2,000 episodes.
@@ -37,18 +38,25 @@ def measured(argv: list[str], log: Path, code: Path) -> tuple[float, float, floa
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode
 
 
-def frames_of(dataset: Path) -> int:
-    """Frames of a collection folder, as its LeRobot metadata counts them."""
-    return json.loads((dataset / "lerobot" / "meta" / "info.json").read_text())["total_frames"]
+def frames_of(info: Path) -> int:
+    """Frames of a LeRobot dataset, as its meta/info.json counts them."""
+    return json.loads(info.read_text())["total_frames"]
 
 
 def operations(out: Path, episodes: int) -> dict[str, tuple[list[str], Path]]:
-    """Each operation at one size: its command line and the dataset whose frames it handles."""
+    """Each operation at one size: its command line and the LeRobot info.json counting the frames it handles."""
     data = out / f"ep{episodes}"
+    info = "meta/info.json"
     return {
         "collect": (["collect_dataset.py", "--episodes", str(episodes), "--format", "lerobot", "zarr", "--overwrite",
-                     "--output", str(data)], data),
-        "verify": (["collect_dataset.py", "--verify", str(data)], data),
+                     "--output", str(data)], data / "lerobot" / info),
+        "verify": (["collect_dataset.py", "--verify", str(data)], data / "lerobot" / info),
+        # the zarr re-rendered as LeRobot v2.1 (GR00T's, openpi's)
+        "convert": (["edit_dataset.py", "convert", str(data / "zarr"), "--format", "lerobot-v2.1", "--overwrite",
+                     "--output", str(out / f"ep{episodes}_v21")], out / f"ep{episodes}_v21" / info),
+        # both formats' copies of the rollouts in one LeRobot v3.0 dataset: twice the frames
+        "merge": (["edit_dataset.py", "merge", str(data / "lerobot"), str(data / "zarr"), "--keep-duplicates",
+                   "--overwrite", "--output", str(out / f"ep{episodes}_merged")], out / f"ep{episodes}_merged" / info),
     }
 
 
@@ -85,18 +93,19 @@ def main() -> int:
     record = args.out / "results.json"
     results = json.loads(record.read_text()) if record.is_file() else {}
     for size in args.sizes:
-        for op, (argv, dataset) in operations(args.out, size).items():
+        for op, (argv, info) in operations(args.out, size).items():
             done = results.setdefault(str(size), {})
             if op in done or (args.ops and op not in args.ops):
                 continue
-            if op == "collect" and (dataset / "lerobot" / "manifest.json").is_file():
-                print(f"{size} episodes: {op}: reusing {dataset} (its time and memory were not measured this run)")
+            if op == "collect" and (info.parents[1] / "manifest.json").is_file():
+                print(f"{size} episodes: {op}: reusing {info.parents[2]} (its time and memory were not measured this "
+                      f"run)")
                 continue
             seconds, cpu, peak, code = measured(argv, args.out / f"ep{size}_{op}.log", args.code)
             if code != 0:
                 print(f"{size} episodes: {op} failed (exit {code}); see {args.out / f'ep{size}_{op}.log'}")
                 return 1
-            done[op] = {"frames": frames_of(dataset), "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
+            done[op] = {"frames": frames_of(info), "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
                         "peak_rss_mb": round(peak, 1)}
             record.write_text(json.dumps(results, indent=1) + "\n")
             print(f"{size} episodes: {op}: {done[op]['frames']} frames in {seconds:.1f} s, {cpu:.1f} CPU s "

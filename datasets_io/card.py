@@ -209,10 +209,18 @@ def _edit_lines(collection: dict) -> list[str]:
     edits = collection.get("edits") or []
     if not edits:
         return []
-    return ["Its episodes were then edited, each re-recorded by replaying it from its seed (the runs' `kept` counts "
-            "what they collected; the tables above count what this dataset holds):", "",
-            *_table(("edit", "inputs"), [(f"`{edit['command']}`", ", ".join(f"`{path}`" for path in edit["inputs"]))
-                                         for edit in edits]), ""]
+    lines = ["Its episodes were then edited, each re-recorded by replaying it from its seed (the runs' `kept` counts "
+             "what they collected; the tables above count what this dataset holds):", "",
+             *_table(("edit", "inputs"), [(f"`{edit['command']}`", ", ".join(f"`{path}`" for path in edit["inputs"]))
+                                          for edit in edits]), ""]
+    if "sources" in collection:
+        lines += ["Merged: each episode's `source` (in the per-episode metadata) is its row here.", "",
+                  *_table(("source", "dataset", "policy", "policy SHA-256", "collected by"),
+                          [(k, f"`{entry['dataset']}`", f"`{entry['policy']}`",
+                            f"`{entry['policy_sha256']}`" if entry["policy_sha256"] else "n/a",
+                            f"`{entry['command']}`" if entry["command"] else "not recorded")
+                           for k, entry in enumerate(collection["sources"])]), ""]
+    return lines
 
 
 def policy_record(collection: dict) -> str | None:

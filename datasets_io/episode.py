@@ -43,6 +43,8 @@ class EpisodeData:
     # perturbed collections (datasets_io/collection/perturbation.py): `action` is then the clean label
     executed: np.ndarray | None = None  # (T, 2) float32, the target actually sent
     imitate: np.ndarray | None = None  # (T,) bool, False on burst frames
+    # merged datasets (edit_dataset.py merge): where the episode came from, an index into the record's "sources"
+    source: int | None = None
 
     @property
     def length(self) -> int:

@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from common.cli import BadInput
+from common.files import sha256_file
 from datasets_io import formats
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS
@@ -29,7 +30,7 @@ from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 class Recorded:
     """One input episode: where it is, its facts and the per-frame arrays replaying it needs."""
 
-    source: int  # the input's position on the command line
+    input: int  # the input's position on the command line
     index: int  # its episode index in that input
     seed: int
     success: bool
@@ -37,6 +38,7 @@ class Recorded:
     action: np.ndarray  # (T, 2) the labels (the executed targets unless perturbed)
     executed: np.ndarray | None  # (T, 2) perturbed collections: the targets sent
     imitate: np.ndarray | None  # (T,) perturbed collections: False on burst frames
+    source: int | None = None  # a merged dataset's: where it came from, an index into the record's "sources"
 
     @property
     def length(self) -> int:
@@ -56,13 +58,32 @@ class Input:
     def perturbed(self) -> bool:
         return self.collection.get("perturbation") is not None
 
-    def episodes(self, source: int) -> Iterator[Recorded]:
-        """Every episode in order, read a chunk at a time (no frames)."""
+    def episodes(self, position: int) -> Iterator[Recorded]:
+        """Every episode in order, read a chunk at a time (no frames); `position`: the input's on the command
+        line."""
         for facts, arrays in FORMATS[self.fmt].iter_episodes(self.root, False):
-            yield Recorded(source, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
+            yield Recorded(position, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
                            float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
                            np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
-                           imitation_marks(arrays) if self.perturbed else None)
+                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"))
+
+    def sources(self) -> list[dict]:
+        """Where its episodes came from, as a merged dataset's record lists them: its own list if it is one, else
+        one entry per collection run (the dataset, the run's policy with its SHA-256, noise and command)."""
+        if "sources" in self.collection:
+            return self.collection["sources"]
+        return [{"dataset": str(self.path), "policy": run["policy"],
+                 "policy_sha256": sha256_file(run["policy"]) if Path(run["policy"]).is_file() else None,
+                 "action_noise": run["action_noise"], "command": run.get("command")}
+                for run in self.collection["runs"]]
+
+    def source_of(self, episode: Recorded) -> int:
+        """The index in `sources()` of an episode's source: its own, or the run whose seeds hold it."""
+        if episode.source is not None:
+            return episode.source
+        runs = self.collection["runs"]
+        return next(r for r in reversed(range(len(runs)))
+                    if runs[r]["start_seed"] <= episode.seed < runs[r]["next_seed"])
 
 
 def open_input(path: str) -> Input:
@@ -118,7 +139,7 @@ def rerecord(env: gym.Env, episode: Recorded) -> EpisodeData:
                        keypoints=sim["keypoints"].astype(np.float32), block_pose=sim["block_pose"].astype(np.float32),
                        n_contacts=sim["n_contacts"].astype(np.float32), action=episode.action,
                        reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
-                       executed=episode.executed, imitate=episode.imitate)
+                       executed=episode.executed, imitate=episode.imitate, source=episode.source)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class EditRequest:
     drop_flagged: bool = False
     fractions: list[str] | None = None
     seed: int = 0
+    keep_duplicates: bool = False
     workers: int = 1
     ray: str | None = None
     overwrite: bool = False
@@ -63,7 +64,8 @@ class EditPlan:
     route: dict[tuple[int, int], int]  # (input, episode index) -> the part it goes to; absent: left out
     rendering: Rendering
     backend: parallel.Backend
-    record: dict  # the collection record every part carries (its runs and edits)
+    record: dict  # the collection record every part carries (its runs and edits; merged: its sources)
+    remap: dict[tuple[int, int], int] | None  # merged: (input, its source index) -> the index in record["sources"]
 
 
 def parse_fractions(items: list[str]) -> dict[str, float]:
@@ -180,7 +182,12 @@ def plan_edit(args: EditRequest) -> EditPlan:
     output = Path(args.output)
     mode = check_output(output, args.overwrite, inputs)
     # the episodes' facts, one pass over the inputs' low-dimensional data
-    facts = [(s, ep.index, ep.seed, ep.length) for s, source in enumerate(inputs) for ep in source.episodes(s)]
+    facts = [(s, ep.index, ep.seed, ep.length, source.source_of(ep)) for s, source in enumerate(inputs)
+             for ep in source.episodes(s)]
+    sources, remap = provenance(inputs) if args.command == "merge" or any(
+        "sources" in source.collection for source in inputs) else (None, None)
+    if args.command == "merge" and not args.keep_duplicates:
+        refuse_duplicates(inputs, facts, sources, remap)
     dropped = flagged(inputs) if args.drop_flagged else set()
     if args.command == "split":
         fractions = parse_fractions(args.fractions or [])
@@ -193,7 +200,7 @@ def plan_edit(args: EditRequest) -> EditPlan:
         starts = np.cumsum([0, *counts])
         part_of = {int(position): p for p in range(len(counts)) for position in order[starts[p]:starts[p + 1]]}
         parts = [Part(name, names) for name in fractions]
-        route = {facts[i][:2]: part_of[i] for i in range(len(facts))}
+        route = {(facts[i][0], facts[i][1]): part_of[i] for i in range(len(facts))}
     else:
         episodes = parse_spec(args.episodes, "--episodes") if args.episodes else None
         seeds = parse_spec(args.seeds, "--seeds") if args.seeds else None
@@ -202,13 +209,13 @@ def plan_edit(args: EditRequest) -> EditPlan:
             if missing := unmatched(values, spec):
                 raise BadInput(f"{flag} names {missing[0]}, which {str(inputs[0].path)!r} does not hold; nothing "
                                f"was written")
-        route = {(s, index): 0 for s, index, seed, length in facts
+        route = {(s, index): 0 for s, index, seed, length, _ in facts
                  if in_spec(index, episodes) and in_spec(seed, seeds) and (s, index) not in dropped
                  and (args.max_steps is None or length <= args.max_steps)}
         if not route:
             raise BadInput(f"the selection keeps no episode of the {len(facts)}; nothing was written")
         parts = [Part(None, names)]
-    for s, index, _, length in facts:
+    for s, index, _, length, _ in facts:
         if (s, index) in route:
             parts[route[s, index]].episodes += 1
             parts[route[s, index]].frames += length
@@ -216,9 +223,43 @@ def plan_edit(args: EditRequest) -> EditPlan:
             "inputs": [str(source.path) for source in inputs]}
     record = {**settings, "runs": [run for source in inputs for run in source.collection["runs"]],
               "next_seed": max(source.collection["next_seed"] for source in inputs),
-              "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit]}
+              "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit],
+              **({"sources": sources} if sources is not None else {})}
     rendering = Rendering(record["image_size"], names, record["video"])
-    return EditPlan(output, mode, inputs, parts, route, rendering, backend, record)
+    return EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
+
+
+def provenance(inputs: list[Input]) -> tuple[list[dict], dict[tuple[int, int], int]]:
+    """A merged output's sources (every input's, in order) and where each input's source lands among them."""
+    sources: list[dict] = []
+    remap = {}
+    for s, source in enumerate(inputs):
+        for k, entry in enumerate(source.sources()):
+            remap[s, k] = len(sources)
+            sources.append(entry)
+    return sources, remap
+
+
+def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dict],
+                      remap: dict[tuple[int, int], int]) -> None:
+    """The same seed from the same policy (by its SHA-256, else its name) with the same noise is the same
+    episode: merging it twice is refused, naming the first seeds."""
+    first: dict[tuple, tuple[int, int]] = {}
+    twice = []
+    for s, index, seed, _, k in facts:
+        entry = sources[remap[s, k]]
+        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"])
+        if key in first:
+            twice.append((seed, first[key][0], s))
+        else:
+            first[key] = (s, index)
+    if twice:
+        seed, a, b = twice[0]
+        shown = ", ".join(str(item[0]) for item in twice[:5]) + (f" and {len(twice) - 5} more" if len(twice) > 5
+                                                                  else "")
+        raise BadInput(f"the inputs hold {len(twice)} episode(s) twice, the same seed from the same policy (seeds "
+                       f"{shown}; seed {seed} is in {str(inputs[a].path)!r} and {str(inputs[b].path)!r}); pass "
+                       f"--keep-duplicates to keep every copy")
 
 
 def flagged(inputs: list[Input]) -> set[tuple[int, int]]:

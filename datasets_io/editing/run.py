@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 from tqdm import tqdm
 
@@ -21,9 +22,14 @@ from datasets_io.formats import FORMATS
 
 
 def _planned(plan: EditPlan) -> Iterator[tuple[int, Recorded]]:
-    """(part, episode) of every planned episode, read from the inputs as the workers ask for them."""
-    return ((plan.route[s, episode.index], episode) for s, source in enumerate(plan.inputs)
-            for episode in source.episodes(s) if (s, episode.index) in plan.route)
+    """(part, episode) of every planned episode, read from the inputs as the workers ask for them; a merged
+    output's episodes carry their source's index in its record."""
+    for s, source in enumerate(plan.inputs):
+        for episode in source.episodes(s):
+            if (s, episode.index) in plan.route:
+                if plan.remap is not None:
+                    episode = replace(episode, source=plan.remap[s, source.source_of(episode)])
+                yield plan.route[s, episode.index], episode
 
 
 def edit(plan: EditPlan) -> int:
@@ -47,7 +53,7 @@ def edit(plan: EditPlan) -> int:
             for (part, _), episode in parallel.imap(
                     worker_recorder, plan.rendering, _planned(plan), plan.backend,
                     lambda item: f"episode {item[1].index} (seed {item[1].seed}) of "
-                                 f"{str(plan.inputs[item[1].source].path)!r}"):
+                                 f"{str(plan.inputs[item[1].input].path)!r}"):
                 with guarded_write(stage.path, advice):
                     for writer in writers[part]:
                         writer.add(episode)

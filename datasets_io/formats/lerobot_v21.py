@@ -163,7 +163,8 @@ class Writer:
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         self.stats.append(stats)
         self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
-                              "success": ep.success, "max_coverage": ep.max_coverage})
+                              "success": ep.success, "max_coverage": ep.max_coverage,
+                              **({"source": ep.source} if ep.source is not None else {})})
         self.episodes_stats.append({"episode_index": index, "stats": _stats_json(stats)})
 
     def close(self, collection: dict) -> None:

@@ -227,7 +227,8 @@ class LeRobotWriter:
                     for key, feature in stats.items() for name, value in feature.items()})
         row.update({"meta/episodes/chunk_index": self.meta_index.chunk,
                     "meta/episodes/file_index": self.meta_index.file,
-                    "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage})
+                    "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage,
+                    **({"source": ep.source} if ep.source is not None else {})})
         self.rows.append(row)
         self.episode_stats.append(stats)
 

@@ -53,8 +53,9 @@ def _features_dict(features: dict) -> dict:
             "featuresDict": {"features": features}}
 
 
-def features_json(image_size: int, perturbed: bool) -> dict:
-    """features.json: TFDS's serialized FeaturesDict for this dataset."""
+def features_json(image_size: int, perturbed: bool, sourced: bool = False) -> dict:
+    """features.json: TFDS's serialized FeaturesDict for this dataset (`sourced`: a merged dataset's, whose episodes
+    say where they came from)."""
     image = {"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
              "image": {"shape": {"dimensions": [str(image_size), str(image_size), "3"]}, "dtype": "uint8",
                        "encodingFormat": "png"}}
@@ -70,7 +71,8 @@ def features_json(image_size: int, perturbed: bool) -> dict:
     steps = {"pythonClassName": "tensorflow_datasets.core.features.dataset_feature.Dataset",
              "sequence": {"feature": _features_dict(step), "length": "-1"}}
     metadata = _features_dict({"seed": _tensor((), "int64"), "success": _tensor((), "bool"),
-                               "max_coverage": _tensor((), "float32"), "episode_index": _tensor((), "int64")})
+                               "max_coverage": _tensor((), "float32"), "episode_index": _tensor((), "int64"),
+                               **({"source": _tensor((), "int64")} if sourced else {})})
     return _features_dict({"steps": steps, "episode_metadata": metadata})
 
 
@@ -96,6 +98,8 @@ def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
     }
     if ep.executed is not None:
         features.update({f"steps/{EXECUTED_KEY}": ep.executed, f"steps/{IMITATE_KEY}": ep.imitate})
+    if ep.source is not None:
+        features["episode_metadata/source"] = np.array([ep.source])
     return tfrecord.encode_example(features)
 
 
@@ -130,6 +134,7 @@ class Writer:
         root.mkdir(parents=True, exist_ok=True)
         self.root = root
         self.features = features_json(image_size, perturbed)
+        self.settings = (image_size, perturbed)
         split = read_json(root, INFO_PATH)["splits"][0] if (root / INFO_PATH).exists() else None  # resuming
         self.old = shards(root) if split else []
         self.lengths = [int(n) for n in split["shardLengths"]] if split else []
@@ -143,6 +148,8 @@ class Writer:
         if self._handle is None or self._shard_bytes > SHARD_MB * 2**20:
             self._roll()
         assert self._handle is not None
+        if ep.source is not None:
+            self.features = features_json(*self.settings, sourced=True)
         written = tfrecord.write_record(self._handle, episode_example(ep, self.episodes))
         self._shard_bytes += written
         self.bytes += written
@@ -215,7 +222,9 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
         facts = {"episode_index": int(example["episode_metadata/episode_index"][0]),
                  "seed": int(example["episode_metadata/seed"][0]),
                  "success": bool(example["episode_metadata/success"][0]),
-                 "max_coverage": float(example["episode_metadata/max_coverage"][0]), "length": length}
+                 "max_coverage": float(example["episode_metadata/max_coverage"][0]), "length": length,
+                 **({"source": int(example["episode_metadata/source"][0])}
+                    if "episode_metadata/source" in example else {})}
         yield facts, arrays
 
 
@@ -223,7 +232,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     """dataset_info.json against the shards (TFDS reads exactly the episodes it lists per shard, from the files its
     template names) and features.json against what this writer writes for `collection`'s settings."""
     image_size, _, perturbed = settings(collection)
-    problems = json_problems(FEATURES_PATH, read_json(root, FEATURES_PATH), features_json(image_size, perturbed))
+    problems = json_problems(FEATURES_PATH, read_json(root, FEATURES_PATH),
+                           features_json(image_size, perturbed, "sources" in collection))
     info = read_json(root, INFO_PATH)
     try:
         listed = [int(n) for n in info["splits"][0]["shardLengths"]]

@@ -47,6 +47,9 @@ META = {"episode_ends": "i8", "episode_seed": "i8", "episode_success": "bool", "
 PERTURBED = {"executed_action": ((2,), "f4"), "imitate": ((), "bool")}
 
 
+SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
+
+
 def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
     """The data arrays of one episode but its frames (data/img: the float32 of `ep.image`)."""
     extra = {} if ep.executed is None else {"executed_action": ep.executed, "imitate": ep.imitate}
@@ -89,6 +92,11 @@ class ZarrWriter:
         meta["episode_seed"].append(np.array([ep.seed]))
         meta["episode_success"].append(np.array([ep.success]))
         meta["episode_max_coverage"].append(np.array([ep.max_coverage]))
+        if ep.source is not None:
+            if "episode_source" not in meta:
+                meta.zeros("episode_source", shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=SOURCED["episode_source"],
+                           compressor=None)
+            meta["episode_source"].append(np.array([ep.source]))
 
     def _store_frames(self, final: bool) -> None:
         """Append the waiting img rows up to the last whole chunk (all of them if `final`). Episodes rarely end on a
@@ -171,7 +179,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
     uint8 under "image". Streams: every array is read a chunk at a time as the episodes reach it."""
     group = zarr.open_group(str(root), mode="r")
-    meta = {name: read_array(group["meta"][name]) for name in META}
+    meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED] if name in group["meta"]}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
     data = {name: ArrayStream(group["data"][name]) for name in names}
     frames = group["data"]["action"].shape[0]
@@ -182,7 +190,8 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     for e, end in enumerate(meta["episode_ends"]):
         end = int(end)
         facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),
-                 "max_coverage": float(meta["episode_max_coverage"][e]), "length": end - start}
+                 "max_coverage": float(meta["episode_max_coverage"][e]), "length": end - start,
+                 **({"source": int(meta["episode_source"][e])} if "episode_source" in meta else {})}
         episode = {name: values.rows(start, end) for name, values in data.items()}
         if image is not None:
             episode["image"] = np.round(image.rows(start, end)).astype(np.uint8)
@@ -230,7 +239,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     group = zarr.open_group(str(root), mode="r")
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
     problems = _array_problems(group, "data", data_specs)
-    problems += _array_problems(group, "meta", {name: ((), dtype) for name, dtype in META.items()})
+    meta_specs = {**META, **(SOURCED if "sources" in collection else {})}
+    problems += _array_problems(group, "meta", {name: ((), dtype) for name, dtype in meta_specs.items()})
     meta = group["meta"]
     ends = read_array(meta["episode_ends"]).astype(np.int64)
     steps = np.diff(ends, prepend=0)

@@ -99,6 +99,37 @@ def test_split_deals_every_episode_once_and_repeats_for_a_seed(collection: Path,
         verified(tmp_path / "a" / name, capsys)
 
 
+def test_merge_keeps_where_every_episode_came_from(collection: Path, tmp_path: Path, capsys) -> None:
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    edited(["select", str(collection / "zarr"), "--output", str(first), "--seeds", "2:4"], capsys, collection)
+    edited(["convert", str(collection / "rlds"), "--output", str(second), "--format", "lerobot-v2.1",
+            "--image-size", "128"], capsys, collection)
+    code, _, err = run(edit_dataset.main, ["merge", str(first), str(second), "--output", str(out)], capsys)
+    assert code == 2 and "image size" in one_error(err) and "--image-size" in one_error(err) and not out.exists()
+    code, _, err = run(edit_dataset.main, ["merge", str(first), str(second), "--output", str(out), "--image-size",
+                                           "96"], capsys)
+    assert code == 2 and "seeds 2, 3" in one_error(err) and "--keep-duplicates" in one_error(err)
+    before = tree(tmp_path)
+    edited(["merge", str(first), str(second), "--output", str(out), "--image-size", "96", "--keep-duplicates",
+            "--format", *ALL_FORMATS], capsys, collection)
+    assert {k: v for k, v in tree(tmp_path).items() if not k.startswith("out")} == before
+    verified(out, capsys)
+    record = json.loads((out / "lerobot/meta/collection.json").read_text())
+    assert [source["dataset"] for source in record["sources"]] == [str(first), str(second)]
+    assert "--max-steps 12" in record["sources"][0]["command"]
+    assert [row["source"] for row in map(json.loads, (out / "lerobot-v2.1/meta/episodes.jsonl").read_text()
+                                         .splitlines())] == [0, 0, 1, 1, 1, 1]
+    assert list(zarr.open_group(str(out / "zarr"), mode="r")["meta/episode_source"][:]) == [0, 0, 1, 1, 1, 1]
+    assert seeds(out / "rlds") == [2, 3, 0, 1, 2, 3]
+    assert f"`{first}`" in (out / "rlds/README.md").read_text()
+
+
+def test_drop_flagged_drops_the_recorded_failures(collection: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = run(edit_dataset.main, ["select", str(collection / "zarr"), "--output", str(tmp_path / "out"),
+                                           "--drop-flagged"], capsys)  # a random policy fails every episode
+    assert code == 2 and "keeps no episode" in one_error(err) and not (tmp_path / "out").exists()
+
+
 def test_split_counts_give_the_rounding_to_the_largest_remainders() -> None:
     assert split_counts(10, [0.85, 0.15]) == [9, 1]
     assert split_counts(3, [1 / 3, 1 / 3, 1 / 3]) == [1, 1, 1]
