@@ -119,7 +119,19 @@ def build(spec: ControllerSpec) -> Any:
     if missing:
         raise BadInput(f"--controller: {spec.target} returned a {type(controller).__name__}, which has no "
                        f"{' or '.join(missing)}; a controller needs reset() and __call__(observation)")
+    unit_actions(controller)  # both read here, so that a broken attribute is named before any work
+    listed_files(controller)
     return controller
+
+
+def _calling(what: str, call: Callable[[], Any]) -> Any:
+    """`call()`, with whatever the user's code raises, or a sys.exit in it, as one ControllerError naming `what`
+    (Ctrl-C passes through)."""
+    try:
+        return call()
+    except (Exception, SystemExit) as err:
+        told = "called sys.exit" if isinstance(err, SystemExit) else f"raised {type(err).__name__}: {first_line(err)}"
+        raise ControllerError(f"{what}: the controller {told}") from None
 
 
 def described_args(spec: ControllerSpec) -> str:
@@ -142,17 +154,14 @@ def observation(env: gym.Env, pixels: bool = True) -> dict[str, np.ndarray]:
 def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
     """The protocol's policy (observation → action in [-1, 1]) for one episode of `controller`, which it resets; an
     action that is not two finite numbers, or a controller that raises, ends the run naming the episode and step."""
-    controller.reset()
+    _calling(f"episode seed {seed}, reset()", controller.reset)
     unit = unit_actions(controller)
     steps = itertools.count()
 
     def act(_obs: np.ndarray) -> np.ndarray:
         step = next(steps)
         where = f"episode seed {seed}, step {step}"
-        try:
-            returned = controller(observation(env))
-        except Exception as err:
-            raise ControllerError(f"{where}: the controller raised {type(err).__name__}: {first_line(err)}") from None
+        returned = _calling(where, lambda: controller(observation(env)))
         try:
             action = np.asarray(returned, dtype=np.float64)
         except (TypeError, ValueError, RuntimeError):  # e.g. a dict, or a tensor still on the GPU
@@ -178,7 +187,16 @@ def describe(spec: ControllerSpec, controller: Any) -> dict:
 
 def unit_actions(controller: Any) -> bool:
     """Whether the controller declared the [-1, 1] action convention (else: env pixels)."""
-    return bool(getattr(controller, "unit_actions", False))
+    return bool(_calling("reading unit_actions", lambda: getattr(controller, "unit_actions", False)))
+
+
+def listed_files(controller: Any) -> list[Path]:
+    """The paths the controller says it read (`files`): a list or tuple of paths, else bad input."""
+    files = _calling("reading files", lambda: getattr(controller, "files", ()))
+    if not isinstance(files, (list, tuple)) or not all(isinstance(f, (str, Path)) for f in files):
+        raise BadInput(f"--controller: the controller's files is a {type(files).__name__}; it must be a list of "
+                       f"the paths it read")
+    return [Path(f) for f in files]
 
 
 def file_hashes(spec: ControllerSpec, controller: Any) -> dict[str, str]:
@@ -188,14 +206,22 @@ def file_hashes(spec: ControllerSpec, controller: Any) -> dict[str, str]:
     module_name = spec.target.rpartition(":")[0]
     origin = Path(module_name) if module_name.endswith(".py") else _origin(module_name)
     paths += [origin] if origin is not None else []
-    paths += [Path(p) for p in getattr(controller, "files", ())]
+    paths += listed_files(controller)
     for _, value in spec.args:
         named = Path(value)
         if named.is_file():
             paths.append(named)
         elif named.is_dir():
-            paths += sorted(p for p in named.rglob("*") if p.is_file())
-    return {str(path): sha256_file(path) for path in dict.fromkeys(paths) if path.is_file()}
+            paths += sorted(p for p in named.rglob("*") if p.is_file() and not p.is_symlink())
+    hashes = {}
+    for path in dict.fromkeys(paths):
+        try:
+            if path.is_file():
+                hashes[str(path)] = sha256_file(path)
+        except OSError as err:
+            raise BadInput(f"--controller: cannot read {str(path)!r} to record its SHA-256 ({err.strerror or err}); "
+                           f"pass arguments that name the controller's own files") from None
+    return hashes
 
 
 def _origin(module_name: str) -> Path | None:

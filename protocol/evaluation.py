@@ -257,11 +257,12 @@ def evaluate(request: EvaluationRequest) -> dict:
     """Run the protocol as asked, print the table and write the metrics JSON (and videos, a GIF); the result.
     BadInput before anything runs for a bad request, WriteError for a failed write."""
     validate(request)
-    spec = controller = None
+    spec = controller = described = None
     if request.controller:
         spec = controllers.ControllerSpec(request.controller, controllers.parse_args(request.controller_arg),
                                           request.image_size)
         controller, policy = controllers.build(spec), None  # here first: a broken one is named before any work
+        described = controllers.describe(spec, controller)  # its files read and hashed before any work too
     else:
         policy, _ = load_checked_policy(request)
     env_id, env_options = env_spec(policy)
@@ -274,7 +275,6 @@ def evaluate(request: EvaluationRequest) -> dict:
     created = check_output_dirs(request)
     seeds = [request.start_seed + i for i in range(request.episodes)]
     job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
-    described = None if spec is None else controllers.describe(spec, controller)
     if request.workers > 1:
         controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
     try:
