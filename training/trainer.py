@@ -35,6 +35,21 @@ class NumericalFault(RuntimeError):
     pass
 
 
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"  # the ETA is in the postfix
+
+
+def eta_text(done: float, total: float, learning_from: tuple[float, float] | None, now: float) -> str:
+    """Time left at the learning phase's own pace: `learning_from` is (progress, time) where it began, None during
+    the warm-up. The random warm-up steps run about ten times faster than learning ones, so an estimate from them
+    (tqdm's) is an order of magnitude short."""
+    if learning_from is None:
+        return "after warm-up"
+    if done <= learning_from[0] or now <= learning_from[1]:
+        return "?"  # nothing learned at yet to measure
+    rate = (done - learning_from[0]) / (now - learning_from[1])
+    return tqdm.format_interval(max(total - done, 0) / rate)
+
+
 def episode_seed(run_seed: int, episode: int) -> int:
     """A fixed, well-mixed start seed for every training episode, so resumed runs replay them."""
     return int(np.random.SeedSequence([run_seed, episode]).generate_state(1)[0])
@@ -199,19 +214,26 @@ class Trainer:
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         by_steps = self.counts_env_steps()
         progress = (tqdm(total=cfg.max_env_steps, initial=counters.global_step, unit="step", unit_scale=True,
-                         dynamic_ncols=True) if by_steps
-                    else tqdm(total=cfg.episodes, initial=counters.episode, unit="ep", dynamic_ncols=True))
+                         dynamic_ncols=True, bar_format=BAR_FORMAT) if by_steps
+                    else tqdm(total=cfg.episodes, initial=counters.episode, unit="ep", dynamic_ncols=True,
+                              bar_format=BAR_FORMAT))
         clock_step, clock_time = counters.global_step, time.perf_counter()
+        warm_up = max(cfg.start_steps, cfg.update_after)  # env steps of random actions and no updates
+        learning_from = (progress.n, clock_time) if counters.global_step >= warm_up else None
+        progress.set_postfix({"ETA": eta_text(progress.n, progress.total, learning_from, clock_time)})
         try:
             while not self.finished():
                 if not self.run_episode():
                     break
                 progress.update(min(counters.global_step, cfg.max_env_steps) - progress.n if by_steps else 1)
-                progress.set_postfix({"ep" if by_steps else "step":
+                now = time.perf_counter()
+                progress.set_postfix({"ETA": eta_text(progress.n, progress.total, learning_from, now),
+                                      "ep" if by_steps else "step":
                                       counters.episode if by_steps else counters.global_step,
                                       "mean100": f"{np.mean(counters.recent_returns):.1f}",
                                       "success100": f"{np.mean(counters.recent_successes):.2f}"})
-                now = time.perf_counter()
+                if learning_from is None and counters.global_step >= warm_up:
+                    learning_from = (progress.n, now)
                 self.logger.speed((counters.global_step - clock_step) / (now - clock_time), counters.global_step)
                 clock_step, clock_time = counters.global_step, now
                 if self.checkpoint_due():
