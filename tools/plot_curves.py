@@ -1,6 +1,9 @@
-"""Training-curve PNGs from a run's TensorBoard logs (what assets/ ships).
+"""Training-curve PNGs from a run's TensorBoard logs (assets/curves ships those of the recorded run).
 
-    python tools/plot_curves.py --log-dir logs --output assets/curves
+    python tools/plot_curves.py --log-dir logs [--output curves] [--overwrite]
+
+An existing PNG is replaced only with --overwrite, and only one this tool drew (its Source field); exit 2 with one
+line otherwise, before anything is drawn.
 """
 
 from __future__ import annotations
@@ -11,9 +14,14 @@ from pathlib import Path
 
 import matplotlib
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
+from common.cli import BadInput, check_output_file, check_writable_dir, run_command  # noqa: E402
+from common.files import atomic_file, guarded_write  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
 FIGURES = {
@@ -33,13 +41,29 @@ def load_scalars(log_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
             for tag in accumulator.Tags()["scalars"]}
 
 
+PLOT_SOURCE = "pusht_sac tools/plot_curves.py"  # the PNG's Source field: how --overwrite tells our plots
+
+
+def drawn_here(path: Path) -> bool:
+    """Whether the PNG at `path` was drawn by this tool (its Source field)."""
+    try:
+        with Image.open(path) as image:
+            return image.format == "PNG" and image.text.get("Source") == PLOT_SOURCE
+    except (OSError, ValueError):
+        return False
+
+
+def figures(scalars: dict[str, tuple[list[int], list[float]]]) -> dict[str, list[tuple[str, str]]]:
+    """The figures the logs have data for: file name → the (tag, legend) series present."""
+    present = {name: [(tag, label) for tag, label in series if tag in scalars]
+               for name, (_, _, series) in FIGURES.items()}
+    return {name: series for name, series in present.items() if series}
+
+
 def plot(scalars: dict[str, tuple[list[int], list[float]]], output: Path) -> list[Path]:
-    output.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, (title, ylabel, series) in FIGURES.items():
-        present = [(tag, label) for tag, label in series if tag in scalars]
-        if not present:
-            continue
+    for name, present in figures(scalars).items():
+        title, ylabel, _ = FIGURES[name]
         fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
         for tag, label in present:
             steps, values = scalars[tag]
@@ -50,7 +74,8 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], output: Path) -> lis
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
         fig.tight_layout()
-        fig.savefig(output / name)
+        with atomic_file(output / name) as handle:
+            fig.savefig(handle, format="png", metadata={"Source": PLOT_SOURCE})
         plt.close(fig)
         written.append(output / name)
     return written
@@ -59,15 +84,24 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], output: Path) -> lis
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log-dir", default="logs", type=Path)
-    parser.add_argument("--output", default=Path("assets/curves"), type=Path)
+    parser.add_argument("--output", default=Path("curves"), type=Path, help="folder of the PNGs (default: curves)")
+    parser.add_argument("--overwrite", action="store_true", help="replace PNGs this tool drew there before")
     args = parser.parse_args(argv)
-    scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
-    if not scalars:
-        print(f"error: no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir", file=sys.stderr)
-        return 2
-    for path in plot(scalars, args.output):
-        print(f"wrote {path}")
-    return 0
+
+    def body() -> int:
+        scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
+        if not scalars:
+            raise BadInput(f"no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir")
+        for name in figures(scalars):
+            check_output_file(str(args.output / name), "--output", args.overwrite, drawn_here,
+                              "PNGs drawn by tools/plot_curves.py")
+        check_writable_dir(args.output, "--output")
+        with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
+            for path in plot(scalars, args.output):
+                print(f"wrote {path}")
+        return 0
+
+    return run_command(body, "interrupted; the PNGs written so far are complete")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,24 @@ def test_plot_curves_writes_one_png_per_logged_figure(tmp_path):
     assert empty.returncode == 2
 
 
+def test_plot_curves_replaces_only_its_own_pngs_and_only_with_overwrite(tmp_path):
+    """The README's command (no --output) once overwrote the shipped assets/curves: it writes to ./curves now, and
+    an existing PNG stays unless --overwrite is given and the tool drew it."""
+    with SummaryWriter(tmp_path / "logs") as writer:
+        writer.add_scalar("Alpha", 0.5, 1)
+    plot = ("tools/plot_curves.py", "--log-dir", str(tmp_path / "logs"))
+    assert run_script(*plot, cwd=tmp_path).returncode == 0
+    assert [p.name for p in (tmp_path / "curves").iterdir()] == ["alpha.png"]
+    drawn = (tmp_path / "curves" / "alpha.png").read_bytes()
+    again = run_script(*plot, cwd=tmp_path)
+    assert again.returncode == 2 and again.stderr.count("error:") == 1 and "--overwrite" in again.stderr
+    assert run_script(*plot, "--overwrite", cwd=tmp_path).returncode == 0
+    (tmp_path / "curves" / "alpha.png").write_bytes(drawn[:100])  # no longer a PNG this tool drew
+    mine = run_script(*plot, "--overwrite", cwd=tmp_path)
+    assert mine.returncode == 2 and "alpha.png" in mine.stderr
+    assert (tmp_path / "curves" / "alpha.png").read_bytes() == drawn[:100]
+
+
 def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
     import json
 

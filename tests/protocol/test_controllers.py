@@ -73,10 +73,13 @@ BROKEN = {
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
+    """The controllers as files; imported by module name as `_t_NAME`, which no user's file in the checkout (a
+    chase.py saved at its root, as the README's example does) can shadow."""
     (tmp_path / "chase.py").write_text(textwrap.dedent(CHASE))
+    (tmp_path / "_t_chase.py").write_text(textwrap.dedent(CHASE))
     (tmp_path / "keywords.py").write_text(KEYWORDS)
     for name, source in BROKEN.items():
-        (tmp_path / f"{name}.py").write_text(source)
+        (tmp_path / f"_t_{name}.py").write_text(source)
     return tmp_path
 
 
@@ -102,9 +105,10 @@ def test_a_controller_file_runs_under_the_protocol_with_videos(folder: Path, cap
 
 def test_workers_and_action_conventions_give_the_same_records(folder: Path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(folder)  # MODULE:FACTORY imports from the working directory
-    _, pixels = evaluation(folder, capsys, "--controller", "chase:make", "--videos", "0")
-    _, unit = evaluation(folder, capsys, "--controller", "chase:make", "--controller-arg", "unit=True", "--videos", "0")
-    _, workers = evaluation(folder, capsys, "--controller", "chase:make", "--videos", "0", "--workers", "2")
+    _, pixels = evaluation(folder, capsys, "--controller", "_t_chase:make", "--videos", "0")
+    _, unit = evaluation(folder, capsys, "--controller", "_t_chase:make", "--controller-arg", "unit=True",
+                         "--videos", "0")
+    _, workers = evaluation(folder, capsys, "--controller", "_t_chase:make", "--videos", "0", "--workers", "2")
     assert unit["controller"]["unit_actions"] and unit["controller"]["args"] == {"unit": "True"}
     assert pixels["episodes"] == workers["episodes"]
     for a, b in zip(pixels["episodes"], unit["episodes"], strict=True):  # one float rounding apart at most
@@ -112,19 +116,19 @@ def test_workers_and_action_conventions_give_the_same_records(folder: Path, caps
 
 
 @pytest.mark.parametrize(("argv", "line"), [
-    (["--controller", "does_not_import:make"], r"importing 'does_not_import' failed \(ModuleNotFoundError"),
-    (["--controller", "chase:nothing"], "'chase' has no callable 'nothing'"),
-    (["--controller", "chase"], "is not MODULE:FACTORY"),
+    (["--controller", "_t_does_not_import:make"], r"importing '_t_does_not_import' failed \(ModuleNotFoundError"),
+    (["--controller", "_t_chase:nothing"], "'_t_chase' has no callable 'nothing'"),
+    (["--controller", "_t_chase"], "is not MODULE:FACTORY"),
     (["--controller", "missing.py:make"], "no file 'missing.py'"),
-    (["--controller", "raises:make"], r"raises:make\(\) raised RuntimeError: no weights here"),
-    (["--controller", "no_reset:make"], "returned a function, which has no reset"),
-    (["--controller", "chase:make", "--controller-arg", "colour"], "'colour' is not KEY=VALUE"),
-    (["--controller", "chase:make", "--controller-arg", "speed=2"], "raised TypeError"),
-    (["--controller", "chase:make", "--policy", "random"], "--controller replaces --checkpoint"),
-    (["--controller", "bad_shape:make"], r"episode seed 100000, step 0: the controller returned shape \(3,\)"),
-    (["--controller", "a_dict:make"], r"step 0: the controller returned a dict, not two numbers"),
-    (["--controller", "chase:make", "--image-size", "4000"], r"--image-size must be even and in \[64, 1024\]"),
-    (["--controller", "not_finite:make", "--workers", "2"],
+    (["--controller", "_t_raises:make"], r"_t_raises:make\(\) raised RuntimeError: no weights here"),
+    (["--controller", "_t_no_reset:make"], "returned a function, which has no reset"),
+    (["--controller", "_t_chase:make", "--controller-arg", "colour"], "'colour' is not KEY=VALUE"),
+    (["--controller", "_t_chase:make", "--controller-arg", "speed=2"], "raised TypeError"),
+    (["--controller", "_t_chase:make", "--policy", "random"], "--controller replaces --checkpoint"),
+    (["--controller", "_t_bad_shape:make"], r"episode seed 100000, step 0: the controller returned shape \(3,\)"),
+    (["--controller", "_t_a_dict:make"], r"step 0: the controller returned a dict, not two numbers"),
+    (["--controller", "_t_chase:make", "--image-size", "4000"], r"--image-size must be even and in \[64, 1024\]"),
+    (["--controller", "_t_not_finite:make", "--workers", "2"],
      r"episode seed 10000[01], step 0: the controller returned \[nan, 2.0\]; targets must be finite"),
 ])
 def test_a_broken_controller_is_one_line_and_exit_2(argv: list[str], line: str, folder: Path, capsys,
@@ -147,7 +151,7 @@ def test_a_bad_action_in_a_recorded_episode_is_bad_input_and_leaves_no_partial_v
                                                                                      monkeypatch) -> None:
     monkeypatch.chdir(folder)
     before = tree(folder)
-    code, _, err = run(evaluate.main, ["--controller", "not_finite:make", "--episodes", "1", "--videos", "1",
+    code, _, err = run(evaluate.main, ["--controller", "_t_not_finite:make", "--episodes", "1", "--videos", "1",
                                        "--video-dir", "videos", "--output", "eval.json"], capsys)
     assert code == 2 and "step 0: the controller returned [nan, 2.0]" in one_error(err)
     assert tree(folder) == before  # no partial mp4, no empty videos/ folder
