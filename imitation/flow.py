@@ -76,28 +76,18 @@ class StateEncoder(nn.Module):
         return self.net(self.obs_norm(obs.flatten(1)))
 
 
-class FlowChunkPolicy(ChunkPolicy):
-    """Velocity network with its action scaling built in; `predict` samples chunks. The observation encoder is
-    what distinguishes the state learner from the image learner (imitation/image.py)."""
+class FlowMatchingPolicy(ChunkPolicy):
+    """What every flow-matching learner shares: the rectified-flow loss and the Euler sampler around a velocity
+    network v(x_t, t | obs) over (B, horizon·2) scaled chunks. Subclasses give `velocity`, `obs_encoder` and
+    `act_norm` (the action scaling built in)."""
 
-    def __init__(self, config: FlowConfig, obs_encoder: nn.Module, act_norm: RangeNormalizer) -> None:
-        super().__init__()
-        self.config, self.obs_encoder, self.act_norm = config, obs_encoder, act_norm
-        chunk_dim = config.horizon * ACT_DIM
-        self.time_encoder = nn.Sequential(nn.Linear(config.cond_dim, config.cond_dim), nn.GELU())
-        self.inp = nn.Linear(chunk_dim, config.width)
-        self.blocks = nn.ModuleList(FiLMBlock(config.width, config.cond_dim) for _ in range(config.blocks))
-        self.out = nn.Sequential(nn.LayerNorm(config.width), nn.Linear(config.width, chunk_dim))
-        nn.init.zeros_(self.out[1].weight)
-        nn.init.zeros_(self.out[1].bias)
+    config: FlowConfig
+    obs_encoder: nn.Module
+    act_norm: RangeNormalizer
 
     def velocity(self, x: torch.Tensor, t: torch.Tensor, obs_cond: torch.Tensor) -> torch.Tensor:
         """(B, horizon·2) scaled chunks at times t (B,), given encoded observations → their velocity."""
-        cond = nn.functional.gelu(obs_cond + self.time_encoder(time_embedding(t, self.config.cond_dim)))
-        h = self.inp(x)
-        for block in self.blocks:
-            h = block(h, cond)
-        return self.out(h)
+        raise NotImplementedError
 
     def flow_loss(self, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """Rectified-flow loss of a batch of raw observations (the encoder's input) and (B, horizon·2) scaled chunks."""
@@ -124,20 +114,54 @@ class FlowChunkPolicy(ChunkPolicy):
         return self.act_norm.inverse(x).cpu().numpy().reshape(len(frames), self.config.horizon, ACT_DIM)
 
 
-def empty(config: FlowConfig) -> FlowChunkPolicy:
-    """The network with placeholder scalings, for a saved learner's state to be loaded into."""
-    return FlowChunkPolicy(config, StateEncoder(config, RangeNormalizer.placeholder(config.n_obs * OBS_DIM)),
-                           RangeNormalizer.placeholder(config.horizon * ACT_DIM))
+class FlowChunkPolicy(FlowMatchingPolicy):
+    """The residual FiLM MLP as velocity network. The observation encoder is what distinguishes the state learner
+    from the image learner (imitation/image.py)."""
+
+    def __init__(self, config: FlowConfig, obs_encoder: nn.Module, act_norm: RangeNormalizer) -> None:
+        super().__init__()
+        self.config, self.obs_encoder, self.act_norm = config, obs_encoder, act_norm
+        chunk_dim = config.horizon * ACT_DIM
+        self.time_encoder = nn.Sequential(nn.Linear(config.cond_dim, config.cond_dim), nn.GELU())
+        self.inp = nn.Linear(chunk_dim, config.width)
+        self.blocks = nn.ModuleList(FiLMBlock(config.width, config.cond_dim) for _ in range(config.blocks))
+        self.out = nn.Sequential(nn.LayerNorm(config.width), nn.Linear(config.width, chunk_dim))
+        nn.init.zeros_(self.out[1].weight)
+        nn.init.zeros_(self.out[1].bias)
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, obs_cond: torch.Tensor) -> torch.Tensor:
+        cond = nn.functional.gelu(obs_cond + self.time_encoder(time_embedding(t, self.config.cond_dim)))
+        h = self.inp(x)
+        for block in self.blocks:
+            h = block(h, cond)
+        return self.out(h)
 
 
-def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(), progress: bool = True,
-        work_dir: Path | None = None) -> tuple[FlowChunkPolicy, dict]:
-    """Train on every imitable frame of `episodes`, checkpointed in `work_dir` when given; returns the (EMA) policy
-    and a record of the training."""
-    def build(obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> FlowChunkPolicy:
-        return FlowChunkPolicy(config, StateEncoder(config, obs_norm), act_norm)
+def empty_state_learner(policy_class: type[FlowMatchingPolicy], config: FlowConfig) -> FlowMatchingPolicy:
+    """A state flow learner's network with placeholder scalings, for a saved learner's state to be loaded into."""
+    return policy_class(config, StateEncoder(config, RangeNormalizer.placeholder(config.n_obs * OBS_DIM)),
+                        RangeNormalizer.placeholder(config.horizon * ACT_DIM))
+
+
+def fit_state_flow(policy_class: type[FlowMatchingPolicy], episodes: Sequence[Demonstration], config: FlowConfig,
+                   name: str, progress: bool, work_dir: Path | None) -> tuple[FlowMatchingPolicy, dict]:
+    """Train a state flow learner on every imitable frame of `episodes`, checkpointed in `work_dir` when given;
+    returns the (EMA) policy and a record of the training."""
+    def build(obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> FlowMatchingPolicy:
+        return policy_class(config, StateEncoder(config, obs_norm), act_norm)
 
     def flow_loss(model: nn.Module, obs: torch.Tensor, chunk: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return model.flow_loss(obs, chunk, generator)
 
-    return fit_state_learner(episodes, config, build, flow_loss, "imitation: training flow", progress, work_dir)
+    return fit_state_learner(episodes, config, build, flow_loss, f"imitation: training {name}", progress, work_dir)
+
+
+def empty(config: FlowConfig) -> FlowChunkPolicy:
+    """The network with placeholder scalings, for a saved learner's state to be loaded into."""
+    return empty_state_learner(FlowChunkPolicy, config)
+
+
+def fit(episodes: Sequence[Demonstration], config: FlowConfig = FlowConfig(), progress: bool = True,
+        work_dir: Path | None = None) -> tuple[FlowChunkPolicy, dict]:
+    """Train on every imitable frame of `episodes` (see `fit_state_flow`)."""
+    return fit_state_flow(FlowChunkPolicy, episodes, config, "flow", progress, work_dir)

@@ -23,7 +23,7 @@ from common import parallel
 from common.cli import BadInput, first_line
 from common.files import atomic_file, atomic_write_bytes
 from datasets_io.readers import Demonstration
-from imitation import flow, image, mlp
+from imitation import flow, image, mlp, unet
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig
@@ -46,6 +46,7 @@ LEARNERS: dict[str, LearnerSpec] = {
     "mlp": LearnerSpec(mlp.MLPConfig(), mlp.fit, mlp.empty),
     "flow": LearnerSpec(flow.FlowConfig(), flow.fit, flow.empty),
     "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty),
+    "unet": LearnerSpec(unet.UNetConfig(), unet.fit, unet.empty),  # Diffusion Policy's network: a GPU's learner
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
 

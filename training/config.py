@@ -78,6 +78,8 @@ class TrainConfig:
             raise ConfigError(f"buffer_size ({self.buffer_size}) must be >= batch_size ({self.batch_size})")
         if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if self.sac.cuda_graph and not self.device.startswith("cuda"):
+            raise ConfigError("cuda_graph replays the update on a GPU; add device=cuda or drop cuda_graph")
         for part in (self.sac, self.env):
             try:
                 part.validate()

@@ -21,7 +21,7 @@ from datasets_io.readers import (
 )
 from datasets_io.statistics import motion_statistics
 from env.pusht_wrapper import block_keypoints, make_env
-from imitation import flow, mlp
+from imitation import flow, mlp, unet
 from imitation.evaluation import ChunkedController, evaluate_learner
 from imitation.judge import LEARNERS, aggregate, format_row, load_learner, save_learner
 from imitation.normalizer import RangeNormalizer
@@ -154,6 +154,9 @@ def final_distance(env, policy, seed: int, steps: int, exec_horizon: int = 8) ->
 @pytest.mark.parametrize("fit, config", [
     (mlp.fit, mlp.MLPConfig(hidden=128, layers=2, steps=1500, lr=2e-3)),
     (flow.fit, flow.FlowConfig(width=128, blocks=2, cond_dim=64, steps=1500, lr=2e-3, ema_decay=0.99)),
+    # ≈ 8 min on one core: Diffusion Policy's U-Net is a GPU's network
+    pytest.param(unet.fit, unet.UNetConfig(down_dims=(32, 64), groups=4, cond_dim=32, steps=1500, lr=2e-3,
+                                           ema_decay=0.99), marks=pytest.mark.slow),
 ])
 def test_each_learner_imitates_a_simple_expert_through_chunked_execution(fit, config):
     torch.set_num_threads(1)
@@ -278,6 +281,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
 @pytest.mark.parametrize("fit, config", [
     (mlp.fit, mlp.MLPConfig(hidden=32, layers=1, steps=30)),
     (flow.fit, flow.FlowConfig(width=32, blocks=1, cond_dim=16, steps=30)),
+    (unet.fit, unet.UNetConfig(down_dims=(8, 16), groups=4, cond_dim=16, steps=10, batch_size=32)),
 ])
 def test_training_and_sampling_are_repeatable_for_a_seed(fit, config):
     torch.set_num_threads(1)
@@ -322,10 +326,14 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
     assert len(list(work.glob("*.json"))) == 4
 
 
-@pytest.mark.parametrize("name", ["mlp", "flow", "image"])
+TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
+        "image": {"width": 32, "blocks": 1, "cond_dim": 16}, "unet": {"down_dims": (8, 16), "groups": 4, "cond_dim": 16}}
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
 def test_a_saved_learner_loads_and_predicts_the_same(name, tmp_path):
     spec = LEARNERS[name]
-    config = replace(spec.config, **({"width": 32, "blocks": 1, "cond_dim": 16} if name != "mlp" else {"hidden": 16}))
+    config = replace(spec.config, **TINY[name])
     policy = spec.empty(config)
     with torch.no_grad():  # weights and scalings away from their initial values
         for parameter in policy.parameters():

@@ -25,7 +25,7 @@ README_DEFAULTS: dict[str, Any] = {
     "start_steps": 5000, "update_after": 5000, "update_every": 1, "num_updates": 2, "batch_size": 256,
     "buffer_size": 1_000_000, "hidden_dim": 256, "lr": 3e-4, "gamma": 0.99, "tau": 0.005, "grad_clip": 1.0,
     "reward_scale": 0.1, "target_entropy": None, "init_alpha": 1.0, "layer_norm": True, "crossq": False,
-    "brn_warmup": 100_000, "policy_delay": 1, "adam_beta1": 0.9, "bf16": False, "compile": False,
+    "brn_warmup": 100_000, "policy_delay": 1, "adam_beta1": 0.9, "bf16": False, "compile": False, "cuda_graph": False,
     "checkpoint_every": 50, "checkpoint_every_steps": 0, "keep_checkpoints": 3, "checkpoint_dir": "checkpoints",
     "log_dir": "logs", "log_every": 100, "eval_every": 25_000, "eval_episodes": 20, "device": "cpu", "threads": 0,
     "env.features": "rich", "env.step_cost": 1.0, "env.success_bonus": 10.0, "env.shaping_keypoints": 20.0,
