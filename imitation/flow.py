@@ -30,13 +30,19 @@ from imitation.windows import OBS_DIM
 
 
 @dataclass(frozen=True)
-class FlowConfig(LearnerConfig):
+class FlowMatchingConfig(LearnerConfig):
+    """What every flow-matching learner shares, whatever its velocity network."""
+
+    cond_dim: int = 256  # width of the encoded observation and of the time features
+    sample_steps: int = 10  # Euler steps from noise to a chunk
+    ema_decay: float = 0.999
+
+
+@dataclass(frozen=True)
+class FlowConfig(FlowMatchingConfig):
     width: int = 512
     blocks: int = 4
-    cond_dim: int = 256
-    sample_steps: int = 10  # Euler steps from noise to a chunk
     steps: int = 10_000  # 512 wide at 10k steps beat 256 wide at 20k on the human demos, at about the same cost
-    ema_decay: float = 0.999
     # the best budget measured on the human demos (≈ 30 min of one core): 10k → 30k took them from 41 to 47 % (3
     # seeds), 60k took seed 0 from 55 down to 37 % while the loss kept falling (docs/experiments.md)
     full_steps: ClassVar[int | None] = 30_000
@@ -66,7 +72,7 @@ class FiLMBlock(nn.Module):
 class StateEncoder(nn.Module):
     """(B, n_obs·18) raw observations → (B, cond_dim) condition, with the observation scaling built in."""
 
-    def __init__(self, config: FlowConfig, obs_norm: RangeNormalizer) -> None:
+    def __init__(self, config: FlowMatchingConfig, obs_norm: RangeNormalizer) -> None:
         super().__init__()
         self.obs_norm = obs_norm
         self.net = nn.Sequential(nn.Linear(config.n_obs * OBS_DIM, config.cond_dim), nn.GELU(),
@@ -81,7 +87,7 @@ class FlowMatchingPolicy(ChunkPolicy):
     network v(x_t, t | obs) over (B, horizon·2) scaled chunks. Subclasses give `velocity`, `obs_encoder` and
     `act_norm` (the action scaling built in)."""
 
-    config: FlowConfig
+    config: FlowMatchingConfig
     obs_encoder: nn.Module
     act_norm: RangeNormalizer
 
@@ -137,14 +143,15 @@ class FlowChunkPolicy(FlowMatchingPolicy):
         return self.out(h)
 
 
-def empty_state_learner(policy_class: type[FlowMatchingPolicy], config: FlowConfig) -> FlowMatchingPolicy:
+def empty_state_learner(policy_class: type[FlowMatchingPolicy], config: FlowMatchingConfig) -> FlowMatchingPolicy:
     """A state flow learner's network with placeholder scalings, for a saved learner's state to be loaded into."""
     return policy_class(config, StateEncoder(config, RangeNormalizer.placeholder(config.n_obs * OBS_DIM)),
                         RangeNormalizer.placeholder(config.horizon * ACT_DIM))
 
 
-def fit_state_flow(policy_class: type[FlowMatchingPolicy], episodes: Sequence[Demonstration], config: FlowConfig,
-                   name: str, progress: bool, work_dir: Path | None) -> tuple[FlowMatchingPolicy, dict]:
+def fit_state_flow(policy_class: type[FlowMatchingPolicy], episodes: Sequence[Demonstration],
+                   config: FlowMatchingConfig, name: str, progress: bool,
+                   work_dir: Path | None) -> tuple[FlowMatchingPolicy, dict]:
     """Train a state flow learner on every imitable frame of `episodes`, checkpointed in `work_dir` when given;
     returns the (EMA) policy and a record of the training."""
     def build(obs_norm: RangeNormalizer, act_norm: RangeNormalizer) -> FlowMatchingPolicy:

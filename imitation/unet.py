@@ -20,7 +20,7 @@ from torch import nn
 
 from datasets_io.readers import Demonstration
 from imitation.flow import (
-    FlowConfig,
+    FlowMatchingConfig,
     FlowMatchingPolicy,
     empty_state_learner,
     fit_state_flow,
@@ -31,12 +31,14 @@ from imitation.policy import ACT_DIM
 
 
 @dataclass(frozen=True)
-class UNetConfig(FlowConfig):
+class UNetConfig(FlowMatchingConfig):
     down_dims: tuple[int, ...] = (256, 512, 1024)  # Diffusion Policy's lowdim PushT U-Net
     kernel: int = 5
     groups: int = 8  # GroupNorm groups
     lr: float = 1e-4  # Diffusion Policy's AdamW rate
     bf16: bool = True  # bfloat16 autocast on CUDA (ignored on the CPU)
+    # LeRobot's Diffusion Policy budget in samples (200k steps of batch 64); not yet measured here (no GPU)
+    steps: int = 50_000
 
 
 class ConvBlock(nn.Sequential):
