@@ -49,6 +49,7 @@ class TrainConfig:
     reward_scale: float = 0.1
     checkpoint_every: int = 50  # episodes
     checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
+    checkpoint_every_minutes: float = 10.0  # wall-clock minutes; also a checkpoint after that long (0: off)
     keep_checkpoints: int = 3
     checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
     log_dir: str = "logs"
@@ -67,7 +68,7 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ["max_env_steps", "start_steps", "update_after", "eval_every", "eval_episodes", "threads",
-                     "checkpoint_every_steps"]:
+                     "checkpoint_every_steps", "checkpoint_every_minutes"]:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.seed < 2**63:  # torch's generators take a signed 64-bit seed

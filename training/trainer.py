@@ -84,6 +84,7 @@ class Trainer:
                               f"hidden_dim or buffer_size") from None
         self.counters = Counters()
         self.last_checkpoint_step = 0
+        self.last_checkpoint_time = 0.0  # time.monotonic() of the last checkpoint, or of the run's start
         self.stop_signal: int | None = None
         self.logger: TrainingLogger | None = None
 
@@ -112,14 +113,18 @@ class Trainer:
                                  f"disk with space, or free space, and run the same command to resume"):
             atomic_save(checkpoint_state(self.config, self.agent, self.buffer, self.counters), path)
         prune_checkpoints(directory, self.config.keep_checkpoints)
-        self.last_checkpoint_step = step
+        self.last_checkpoint_step, self.last_checkpoint_time = step, time.monotonic()
         tqdm.write(f"checkpoint {path} at env step {step}: {path.stat().st_size / 1e6:.1f} MB in "
                    f"{time.perf_counter() - started:.1f} s")
         return path
 
     def checkpoint_due(self) -> bool:
-        """After every `checkpoint_every` episodes, or `checkpoint_every_steps` env steps when that is set."""
+        """After every `checkpoint_every` episodes, or `checkpoint_every_steps` env steps when that is set, and
+        after `checkpoint_every_minutes` of wall-clock time since the last one: a killed run loses at most that."""
         cfg = self.config
+        minutes = (time.monotonic() - self.last_checkpoint_time) / 60
+        if cfg.checkpoint_every_minutes and minutes >= cfg.checkpoint_every_minutes:
+            return True
         if cfg.checkpoint_every_steps:
             return self.counters.global_step - self.last_checkpoint_step >= cfg.checkpoint_every_steps
         return self.counters.episode % cfg.checkpoint_every == 0
@@ -218,6 +223,7 @@ class Trainer:
                     else tqdm(total=cfg.episodes, initial=counters.episode, unit="ep", dynamic_ncols=True,
                               bar_format=BAR_FORMAT))
         clock_step, clock_time = counters.global_step, time.perf_counter()
+        self.last_checkpoint_time = time.monotonic()  # the wall-clock interval counts from here, not from set-up
         warm_up = max(cfg.start_steps, cfg.update_after)  # env steps of random actions and no updates
         learning_from = (progress.n, clock_time) if counters.global_step >= warm_up else None
         progress.set_postfix({"ETA": eta_text(progress.n, progress.total, learning_from, clock_time)})
