@@ -265,6 +265,20 @@ HEADER_ROWS = (  # (label, statistics key, digits)
 )
 
 
+def seed_runs(seeds: Sequence[int]) -> str:
+    """The seeds of the episodes a column measured, as runs (`0–2, 5`): a frame budget's first episodes, or a
+    collection's kept ones with the failed seeds left out; past four runs, the span and the count."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    if len(runs) > 4:
+        return f"{runs[0][0]}–{runs[-1][1]} ({len(seeds)} of them)"
+    return ", ".join(f"{first}–{last}" if last > first else str(first) for first, last in runs)
+
+
 def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.ndarray]]) -> str:
     """The datasets side by side: the facts their cards state, then the headline statistics (the JSON's)."""
     columns = []
@@ -276,12 +290,13 @@ def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.
         except (OSError, KeyError, ValueError):  # not collected here: only what its arrays say
             collection, fps = {}, "not recorded"
         runs = collection.get("runs", [])
+        seeds = [ep.seed for ep in data.episodes if ep.seed is not None]  # the episodes this column measured
         frames = next(iter(shown.values()), None)
         facts = {"format": FORMATS[data.entry["format"]].title + (" (reference)" if data.entry["reference"] else ""),
                  "fps": fps,
                  "image size": "—" if frames is None else f"{frames.shape[1]}×{frames.shape[2]}",
                  "policy": ", ".join(dict.fromkeys(str(run["policy"]) for run in runs)) or "not recorded",
-                 "seeds": f"{runs[0]['start_seed']}–{runs[-1]['next_seed'] - 1}" if runs else "not recorded",
+                 "seeds": seed_runs(seeds) if seeds else "not recorded",
                  "command": runs[-1].get("command") or "not recorded" if runs else "not recorded"}
         columns.append(facts)
     out = ["<table><tr><th></th>" + "".join(f"<th>{html.escape(d.label)}</th>" for d in datasets) + "</tr>"]

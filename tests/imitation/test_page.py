@@ -19,7 +19,7 @@ from PIL import Image
 
 import collect_dataset
 import dataset_report
-from imitation.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, written_here
+from imitation.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs, written_here
 
 SECTIONS = ["header", "coverage", "trajectories", "distributions", "flags"]
 CHROMIUM = shutil.which("chromium")
@@ -167,3 +167,17 @@ def test_two_folders_of_one_name_keep_their_own_facts(tmp_path: Path, capsys) ->
     assert "<tr><th>image size</th><td>64×64</td><td>96×96</td></tr>" in text
     assert re.search(r"ds: episodes 0, 1, 2, 8 frames each, at 64 px.*ds: episodes 0, 1, 8 frames each, at 96 px",
                      text, re.S)
+
+
+def test_a_budgeted_column_shows_the_episodes_and_seeds_it_used(datasets, tmp_path: Path, capsys) -> None:
+    """--max-frames keeps the first whole episodes (15 frames each here): the header says which, not the whole
+    collection's seeds."""
+    ours, _ = datasets
+    result, text = report(tmp_path, capsys, str(ours), "--max-frames", "15", "45")
+    assert [entry["statistics"]["episodes"] for entry in result["datasets"]] == [1, 3]
+    assert "<tr><th>seeds</th><td>0</td><td>0–2</td></tr>" in text
+
+
+def test_seed_runs_name_the_gaps() -> None:
+    assert seed_runs([3, 0, 1, 2, 5]) == "0–3, 5"
+    assert seed_runs(list(range(0, 20, 2))) == "0–18 (10 of them)"
