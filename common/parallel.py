@@ -255,6 +255,16 @@ def _unreachable(address: str) -> str | None:
     return None
 
 
+def git_info_excludes() -> list[str]:
+    """The checkout's own ignore patterns beside .gitignore (.git/info/exclude), which Ray does not read: what git
+    leaves out of the project stays out of the upload too."""
+    try:
+        lines = (CHECKOUT / ".git" / "info" / "exclude").read_text().splitlines()
+    except OSError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
 class _Ray:
     """Ray tasks in a placement group of `workers` CPUs: exactly that many run at once, on any cluster."""
 
@@ -283,8 +293,8 @@ class _Ray:
             # Those excludes are ours, not Ray's defaults, which warn about each one on every run (lines on stderr
             # beside the run's own)
             os.environ.setdefault("RAY_OVERRIDE_RUNTIME_ENV_DEFAULT_EXCLUDES", "")
-            cluster = {"runtime_env": {"working_dir": str(CHECKOUT), "excludes": [".git", ".venv", "venv",
-                                                                                  "__pycache__"]}}
+            cluster = {"runtime_env": {"working_dir": str(CHECKOUT), "excludes": [
+                ".git", ".venv", "venv", "__pycache__", *git_info_excludes()]}}
             token = " (or, if it asks for a token, set RAY_AUTH_TOKEN to its `ray get-auth-token`)"
 
             def unreachable(reason: object) -> BadInput:

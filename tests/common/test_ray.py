@@ -2,18 +2,23 @@
 flag says how to install it; and the README's Failure behaviour: a cluster nobody listens on or one short of --workers
 CPUs is one line and exit 2 with nothing written, a task that raises is retried once then named, a lost worker's task
 is retried once then the loss is named, each with exit 130, the complete episodes saved (--resume continues) and the
-finished judge jobs kept in --work-dir (the same command reuses them). The Ray tests share one local Ray of 2 CPUs and
-are skipped only where Ray is absent."""
+finished judge jobs kept in --work-dir (the same command reuses them). The Ray tests share one Ray of 2 CPUs, run in a
+process of its own, and are skipped only where Ray is absent."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +36,53 @@ SMALL = ["--policy", "random", "--keep-failures", "--max-steps", "12", "--action
 
 
 @pytest.fixture(scope="module")
-def ray_address() -> str:
-    """A local Ray of 2 CPUs for the module; scripts reach it with --ray ADDRESS (or RAY_ADDRESS), as a cluster."""
-    import ray
+def ray_address() -> Iterator[str]:
+    """A Ray of 2 CPUs for the module in a process of its own (`ray start --head`, its own temp dir and ports): a
+    fault of it, or another Ray on the machine, fails the Ray tests with a message, never the test run itself.
+    Scripts reach it with --ray ADDRESS (or RAY_ADDRESS), as a cluster."""
+    port = free_port()
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths must fit in 107 bytes
+    log = temp / "head.log"
+    ports = [f"--{name}={free_port()}" for name in (
+        "node-manager-port", "object-manager-port", "dashboard-agent-grpc-port", "ray-client-server-port",
+        "dashboard-agent-listen-port", "metrics-export-port", "runtime-env-agent-port")]
+    # no token authentication for a test cluster: every client here (the scripts, their workers) reads this
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    with open(log, "wb") as out:
+        head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+                                 f"--port={port}", "--num-cpus=2", f"--temp-dir={temp}", "--include-dashboard=false",
+                                 "--disable-usage-stats", *ports],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 120
+        while not (found := re.search(r"ray start --address='([^']+)'", log.read_text())) \
+                or cluster_cpus(found.group(1)) != 2:
+            if head.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the test's Ray did not start: {log.read_text()[-2000:]}")
+            time.sleep(1)
+        yield found.group(1)
+    finally:
+        monkeypatch.undo()
+        head.terminate()  # `ray start --block` stops what it started
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
 
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+
+def cluster_cpus(address: str) -> float | None:
+    """The free CPUs of the Ray at `address`, asked from a process of its own (None: it does not answer)."""
+    probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+             "print(ray.available_resources().get('CPU', 0))")
+    try:
+        result = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    return float(result.stdout.split()[-1]) if result.returncode == 0 and result.stdout.split() else None
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -84,9 +129,10 @@ def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str,
 
 @needs_ray
 @pytest.mark.parametrize("backend", [parallel.Backend(2, ""), parallel.Backend(2)], ids=["ray", "processes"])
-def test_a_task_that_raises_is_named_after_the_complete_results(backend: parallel.Backend, request) -> None:
+def test_a_task_that_raises_is_named_after_the_complete_results(backend: parallel.Backend, request,
+                                                                monkeypatch) -> None:
     if backend.ray is not None:
-        request.getfixturevalue("ray_address")
+        monkeypatch.setenv("RAY_ADDRESS", request.getfixturevalue("ray_address"))
     job = Job(None, 0.0, 96, 5)
     seeds = []
     with pytest.raises(parallel.Stopped, match=r"^episode seed -1 failed.*ValueError"):
@@ -177,12 +223,10 @@ def test_more_workers_than_the_cluster_has_cpus_is_one_line_and_exit_2(script: s
     assert capsys.readouterr().err.splitlines() == [
         "error: the Ray cluster did not free 3 CPUs for --workers 3 in 2 s (2 in all); lower --workers"]
     assert tree(tmp_path) == before
-    import ray  # the reservation is given back: the cluster's 2 CPUs are free for the next run
-
-    deadline = time.monotonic() + 10
-    while ray.available_resources().get("CPU") != 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert ray.available_resources().get("CPU") == 2
+    deadline = time.monotonic() + 30  # the reservation is given back: the cluster's 2 CPUs are free for the next run
+    while cluster_cpus(ray_address) != 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cluster_cpus(ray_address) == 2
 
 
 # A driver whose workers fail on purpose: the worker-side function of collect_dataset.py (collector.worker_collector) or
