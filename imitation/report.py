@@ -80,6 +80,7 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
         raise BadInput("--device cuda: this machine has no CUDA device; use --device cpu")
     if args.plot and not args.imitation:
         raise BadInput("--plot draws the imitation figures; add --imitation")
+    backend = parallel.backend(args.workers, args.ray)  # a flag's problem (Ray not installed) before the inputs'
     for path in [*args.datasets, *args.reference]:  # the inputs before the outputs: a typo is named as one
         try:
             open_demonstrations(path)  # finds the format; the episodes are read later
@@ -95,7 +96,7 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
     for flag, folder in outputs:
         if folder is not None:
             created += check_writable_dir(folder, flag)
-    return parallel.backend(args.workers, args.ray)
+    return backend
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
