@@ -162,6 +162,8 @@ def check_request(args: EditRequest) -> None:
         raise BadInput(f"--max-steps must be >= 1, got {args.max_steps}")
     if args.command == "split":
         parse_fractions(args.fractions or [])
+        if args.seed < 0:
+            raise BadInput(f"--seed must be >= 0, got {args.seed}")
     for flag, spec in (("--episodes", args.episodes), ("--seeds", args.seeds)):
         if spec is not None:
             parse_spec(spec, flag)
