@@ -366,15 +366,15 @@ def _video_info(root: Path, relative: str) -> dict:
 
 def info_problems(root: Path, info: dict, expected: dict, first_video: str | None, why: dict[str, str]) -> list[str]:
     """info.json against `expected` (the writer's info with the totals counted from the data; `why` says where
-    each count comes from). Keys the writer does not write are left alone; features must be exactly the writer's,
-    a video feature's `info` block (added to `expected`) the one it reads from `first_video`, whose absence is
-    reported with the episodes."""
+    each count comes from): exactly the writer's keys, one it does not write is a problem; features must be exactly
+    the writer's, a video feature's `info` block (added to `expected`) the one it reads from `first_video`, whose
+    absence is reported with the episodes."""
     if first_video is not None and (root / first_video).is_file():
         expected["features"][IMAGE_KEY]["info"] = _video_info(root, first_video)
     why = {"fps": f"the data is recorded at {FPS} fps",
            "total_frames": f"the data files hold {expected['total_frames']} frames",
            "splits/train": f"all {expected['total_episodes']} episodes are training episodes", **why}
-    return json_problems(INFO_PATH, {key: info.get(key, MISSING) for key in expected}, expected, why)
+    return json_problems(INFO_PATH, info, expected, why)
 
 
 def episode_problems(path: str, position: int, row: dict) -> list[str]:

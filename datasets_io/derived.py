@@ -1,0 +1,209 @@
+"""The files a dataset derives from its data, recomputed from the data and compared (part of --verify's metadata
+check): a careless tool that edits one and re-hashes the manifest is caught here, not by the checksums.
+
+- quality (meta/quality.json, RLDS quality.json, the zarr `quality` attribute): dataset_report.py's motion
+  statistics, recomputed from the episodes;
+- LeRobot v3.0 / v2.1 statistics: each episode's statistics of every per-frame feature but the image recomputed from
+  the data files, and meta/stats.json against the aggregate of the stored per-episode statistics (the image's
+  included: its per-episode figures need the decoded frames, which the replay compares instead);
+- RLDS step flags: is_first on the first step only, is_last on the last, is_terminal on a successful episode's last
+  step, discount 1;
+- the collection record: each episode's seed inside one of its runs' seed ranges; in a folder of several formats,
+  every format's record and episodes (seed, length, success, actions, max_coverage) the same.
+
+Figures are compared to `TOLERANCE`, relative and absolute: the same float64 computation gives the same bytes, and
+float32 storage of the inputs moves a statistic by far less; an edit by hand moves it by far more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zarr
+
+from datasets_io import formats, lerobot_stats
+from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord
+from datasets_io.readers import DatasetFormatError, read_demonstrations
+from datasets_io.statistics import motion_statistics
+
+TOLERANCE = 1e-6
+QUALITY = {"lerobot": lerobot_v30.QUALITY_PATH, "lerobot-v2.1": lerobot_v21.QUALITY_PATH, "rlds": rlds.QUALITY_PATH}
+
+
+def problems(root: Path, fmt: str, collection: dict) -> list[str]:
+    """Every derived file of the `fmt` dataset at `root` that differs from what its data gives, one line each,
+    starting with the file."""
+    try:
+        demonstrations = read_demonstrations(root)[2]
+    except DatasetFormatError:
+        return []  # data that does not read: the format's own check names the damage
+    found = _first(quality_problems(root, fmt, demonstrations))
+    if fmt.startswith("lerobot"):
+        found += _first(stats_problems(root, fmt))
+    if fmt == "rlds":
+        found += rlds_flag_problems(root)
+    found += seed_problems(root, fmt, collection, demonstrations)
+    return found + sibling_problems(root, fmt, demonstrations)
+
+
+def _first(lines: list[str]) -> list[str]:
+    """A file's first difference, with how many more there are: one edit moves many derived figures."""
+    return lines[:1] if len(lines) < 2 else [f"{lines[0]} (and {len(lines) - 1} more)"]
+
+
+def differences(path: str, found: object, expected: object, where: str = "") -> list[str]:
+    """Where two JSON-like values differ (numbers beyond `TOLERANCE`, any other value at all), one line each."""
+    place = where or "the content"
+    if isinstance(found, dict) and isinstance(expected, dict):
+        if set(found) != set(expected):
+            extra, missing = sorted(set(found) - set(expected)), sorted(set(expected) - set(found))
+            return [f"{path}: {place} has keys {extra} the data does not give, lacks {missing}"]
+        return [line for key in expected for line in differences(path, found[key], expected[key],
+                                                                  f"{where}/{key}" if where else str(key))]
+    if isinstance(found, list | tuple | np.ndarray) and isinstance(expected, list | tuple | np.ndarray):
+        found, expected = list(np.asarray(found, dtype=object).ravel()), list(np.asarray(expected, object).ravel())
+        if len(found) != len(expected):
+            return [f"{path}: {place} has {len(found)} values, the data gives {len(expected)}"]
+        return next(([line] for n, (a, b) in enumerate(zip(found, expected, strict=True))
+                     for line in differences(path, a, b, f"{where}/{n}")), [])
+    if _number(found) and _number(expected):
+        a, b = float(found), float(expected)
+        if math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE) or (math.isnan(a) and math.isnan(b)):
+            return []
+    elif found == expected:
+        return []
+    return [f"{path}: {place} is {found!r}, the data gives {expected!r}"]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float | np.number | np.bool_)  # a bool too: statistics of a flag column
+
+
+def _stored_quality(root: Path, fmt: str) -> object:
+    if fmt == "zarr":
+        return dict(zarr.open_group(str(root), mode="r").attrs).get("quality")
+    return json.loads((root / QUALITY[fmt]).read_text())
+
+
+def quality_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
+    path = "quality attribute" if fmt == "zarr" else QUALITY[fmt]
+    expected = json.loads(json.dumps(motion_statistics(demonstrations)))
+    return differences(path, _stored_quality(root, fmt), expected)
+
+
+def _data_table(root: Path) -> pa.Table:
+    """Every data file's rows (per-frame features, the image left out), in order."""
+    tables = [pq.read_table(path) for path in sorted((root / "data").rglob("*.parquet"))]
+    tables = [table.drop_columns([name for name in table.column_names if name == lerobot_common.IMAGE_KEY])
+              for table in tables]
+    return pa.concat_tables(tables)
+
+
+def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, list[dict]]:
+    """(the file, each episode's stored statistics by feature) in episode order."""
+    if fmt == "lerobot-v2.1":
+        lines = (root / lerobot_v21.EPISODES_STATS_PATH).read_text().splitlines()
+        return lerobot_v21.EPISODES_STATS_PATH, [json.loads(line)["stats"] for line in lines if line.strip()]
+    rows = [row for path in sorted((root / "meta" / "episodes").rglob("*.parquet"))
+            for row in pq.read_table(path).to_pylist()]
+    stats = []
+    for row in rows:
+        episode: dict[str, dict] = {}
+        for column, value in row.items():
+            if column.startswith("stats/"):
+                feature, name = column[len("stats/"):].rsplit("/", 1)
+                episode.setdefault(feature, {})[name] = value
+        stats.append(episode)
+    return "meta/episodes", stats
+
+
+def stats_problems(root: Path, fmt: str) -> list[str]:
+    """Per-episode statistics against the data files, and meta/stats.json against their aggregate."""
+    table = _data_table(root)
+    episode_of = lerobot_common.column_numpy(table.column("episode_index"))
+    path, stored = _stored_episode_stats(root, fmt)
+    found = []
+    if len(stored) != len(np.unique(episode_of)):
+        return [f"{path}: holds the statistics of {len(stored)} episodes, the data files hold "
+                f"{len(np.unique(episode_of))}"]
+    for index, episode in enumerate(stored):
+        rows = episode_of == index
+        for feature in table.column_names:
+            recomputed = lerobot_stats.vector_stats(lerobot_common.column_numpy(table.column(feature))[rows])
+            want = {name: recomputed[name] for name in episode.get(feature, recomputed)}
+            found += differences(path, episode.get(feature), lerobot_stats.to_json({feature: want})[feature],
+                                 f"episode {index}/{feature}")[:1]
+    aggregated = lerobot_stats.to_json(lerobot_stats.aggregate([lerobot_stats.from_json(e) for e in stored]))
+    stats = json.loads((root / lerobot_v30.STATS_PATH).read_text())
+    return found + differences(lerobot_v30.STATS_PATH, stats, {feature: {name: value[name] for name in stats.get(
+        feature, value)} for feature, value in aggregated.items()})
+
+
+def rlds_flag_problems(root: Path) -> list[str]:
+    """The step flags TFDS users cut episodes with, against each episode's length and success."""
+    found = []
+    for shard in rlds.shards(root):
+        for record in tfrecord.read_records(shard):
+            example = tfrecord.decode_example(record)
+            length = len(example["steps/action"]) // 2
+            last = np.arange(length) == length - 1
+            success = bool(example["episode_metadata/success"][0])
+            want = {"is_first": np.arange(length) == 0, "is_last": last, "is_terminal": last & success,
+                    "discount": np.ones(length)}
+            index = int(example["episode_metadata/episode_index"][0])
+            found += [f"{shard.name}: episode {index}'s steps/{flag} is not the episode's (first step, last step, "
+                      f"a success's last step, 1 everywhere)" for flag, values in want.items()
+                      if not np.array_equal(np.asarray(example[f"steps/{flag}"], np.float64),
+                                            values.astype(np.float64))]
+    return found
+
+
+def _record_path(fmt: str) -> str:
+    return {"zarr": "collection attribute", "rlds": "collection.json"}.get(fmt, "meta/collection.json")
+
+
+def seed_problems(root: Path, fmt: str, collection: dict, demonstrations: list) -> list[str]:
+    """Each episode's seed inside one of the record's runs (a collection draws seeds start_seed, start_seed+1...)."""
+    runs = [run for run in collection.get("runs", []) if "start_seed" in run and "next_seed" in run]
+    if not runs:
+        return []
+    outside = [ep.seed for ep in demonstrations if ep.seed is not None and ep.seed >= 0  # below: no seed recorded
+               and not any(run["start_seed"] <= ep.seed < run["next_seed"] for run in runs)]
+    return [f"{_record_path(fmt)}: episode seed {outside[0]} lies in none of its runs' seed ranges"] if outside else []
+
+
+def _episodes(root: Path, fmt: str, demonstrations: list | None = None) -> list[tuple]:
+    """What every format of one collection holds alike, episode by episode (the actions as a digest)."""
+    if demonstrations is None:
+        demonstrations = read_demonstrations(root)[2]
+    coverage = [facts["max_coverage"] for facts, _ in formats.FORMATS[fmt].iter_episodes(root, False)]
+    return [(ep.seed, ep.length, ep.success, hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest(),
+             np.float32(cover)) for ep, cover in zip(demonstrations, coverage, strict=True)]
+
+
+def sibling_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
+    """In a folder of several formats, this format against the others: the same record, the same episodes. A format
+    is named when it disagrees with more than half of the others, so that one edited format is the one named (of
+    two that disagree, both are)."""
+    siblings = formats.find(root.parent) if root.parent != root else {}
+    if siblings.get(fmt) != root or len(siblings) < 2:
+        return []
+    others = {name: path for name, path in siblings.items() if name != fmt}
+    try:
+        record, ours = formats.FORMATS[fmt].read_collection(root), _episodes(root, fmt, demonstrations)
+        theirs = {name: (formats.FORMATS[name].read_collection(path), _episodes(path, name))
+                  for name, path in others.items()}
+    except (OSError, KeyError, ValueError):
+        return []  # a sibling that does not read fails its own checks
+    checks = {f"{_record_path(fmt)}: the collection record": [name for name, (theirs_record, _) in theirs.items()
+                                                              if theirs_record != record],
+              "episodes: the episodes (seed, length, success, actions, max_coverage)": [
+                  name for name, (_, episodes) in theirs.items() if episodes != ours]}
+    return [f"{what} of this {fmt} dataset differ from {' and '.join(differs)}'s beside it; the formats of one "
+            f"collection hold the same" for what, differs in checks.items() if len(differs) > len(others) / 2]
