@@ -16,7 +16,8 @@ demonstrator's target at every visited state, the executed target is stored besi
 `data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them. --verify replays such a
 dataset from its executed targets and recomputes every label with the demonstrator that collected it (or --checkpoint).
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
-Default policy: assets/policy.pt if present, else the newest checkpoint in --checkpoint-dir.
+Default policy: the newest checkpoint in --checkpoint-dir when it is given, else assets/policy.pt if present, else
+the newest checkpoint in checkpoints/.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
 --format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds (`both`: lerobot and zarr);
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
@@ -57,7 +58,8 @@ from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """Every option of the command (the contract tests enumerate them from here)."""
     # no abbreviated flags: the recorded command must name every flag as parsed (plan.recorded_command)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
@@ -109,7 +111,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")
     parser.add_argument("--max-steps", type=int, help=f"episode step limit (default {MAX_EPISODE_STEPS}; for tests)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 def learner_bursts(path: str, exec_horizon: int) -> DriverFactory:
     """A relabelling round's burst driver: the learner saved by dataset_report.py --save-learners steers, as it

@@ -38,7 +38,8 @@ from imitation.judge import LEARNERS
 from imitation.report import ReportRequest, report
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """Every option of the command (the contract tests enumerate them from here)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 / v2.1, zarr, RLDS)")
     parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
@@ -83,7 +84,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "seeds (in the JSON and the --html page)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --json, --plot or --html file written by this command")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 def main(argv: list[str] | None = None) -> int:
     args = vars(parse_args(argv))

@@ -21,7 +21,8 @@ from common.cli import run_command
 from protocol.evaluation import EvaluationRequest, evaluate
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """Every option of the command (the contract tests enumerate them from here)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", help="training checkpoint or policy file (default: newest in --checkpoint-dir)")
     parser.add_argument("--checkpoint-dir", default=EvaluationRequest.checkpoint_dir,
@@ -47,7 +48,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="keywords for the factory; values are Python literals where they parse")
     parser.add_argument("--image-size", type=int, default=EvaluationRequest.image_size,
                         help="side of the controller's pixels observation (default %(default)s, as the datasets)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,8 @@ from training.config import ConfigError, load_config
 from training.trainer import Trainer
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """Every option of the command (the contract tests enumerate them from here)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config file (default: the embedded default recipe)")
     parser.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
@@ -28,7 +29,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "unless --overwrite")
     parser.add_argument("--overwrite", action="store_true",
                         help="with --no-resume: delete the earlier run's checkpoints and TensorBoard files first")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -308,7 +308,7 @@ class _Ray:
                 # ray.init() would join otherwise
                 ray.init(address=address or "local", logging_level=logging.WARNING,
                          **(cluster if address else local))
-            except ConnectionError as err:
+            except (ConnectionError, ValueError) as err:  # refused, or not an address Ray reads
                 raise unreachable(err) from None
         self.group = placement_group([{"CPU": 1}] * backend.workers)
         if not self.group.wait(timeout_seconds=RAY_RESERVE_S):

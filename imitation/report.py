@@ -64,6 +64,8 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
                         ("--train-steps", args.train_steps)):
         if value is not None and value < 1:
             raise BadInput(f"{flag} must be >= 1, got {value}")
+    if args.start_seed < 0:
+        raise BadInput(f"--start-seed must be >= 0, got {args.start_seed}")
     if args.quick and args.train_steps:
         raise BadInput("--quick and --train-steps both set the budget; give one of them")
     if args.max_frames and min(args.max_frames) < 1:

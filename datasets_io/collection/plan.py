@@ -251,7 +251,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
     # the inputs first (the policy, a burst learner named on the command line), then the output: a missing
     # checkpoint is named as such, not as a clash with a dataset an earlier run left
-    if args.policy == "checkpoint" and args.checkpoint is None and (shipped := shipped_policy()) is not None:
+    if (args.policy == "checkpoint" and args.checkpoint is None and args.checkpoint_dir == DEFAULT_CHECKPOINT_DIR
+            and (shipped := shipped_policy()) is not None):  # a --checkpoint-dir given is the one used
         args = replace(args, checkpoint=shipped)
     policy, _ = load_checked_policy(args)
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
@@ -286,6 +287,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if start_seed < next_seed:
         raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
                        f"or leave it out")
+    if args.max_attempts is not None and args.max_attempts < 1:
+        raise BadInput(f"--max-attempts must be >= 1, got {args.max_attempts}")
     wanted = max(args.episodes - held, 0)  # with --resume, --episodes is the dataset's total (as train.py's steps)
     max_attempts = args.max_attempts if args.max_attempts is not None else 10 * wanted
     if args.keep_failures:

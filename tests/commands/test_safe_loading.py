@@ -66,6 +66,8 @@ COMMANDS = {
                                   ["--checkpoint-dir", "{dir}/ck", "--episodes", "1", "--output", "{out}/m.json"]),
     "collect --checkpoint": (collect_dataset.main, POLICY_FORMAT, "evil.pt",
                              ["--checkpoint", "{file}", "--episodes", "1", "--output", "{out}/ds"]),
+    "collect --checkpoint-dir": (collect_dataset.main, TRAIN_FORMAT, "ck/ckpt_0000000100.pt",
+                                 ["--checkpoint-dir", "{dir}/ck", "--episodes", "1", "--output", "{out}/ds"]),
     "collect --burst-learner": (collect_dataset.main, LEARNER_FORMAT, "learner.pt",
                                 ["--policy", "random", "--burst-learner", "{file}", "--episodes", "1",
                                  "--output", "{out}/ds"]),

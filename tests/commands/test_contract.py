@@ -1,0 +1,248 @@
+"""The README's contract, held by every option of every command: a bad value is exit 2 with exactly one `error:` line
+naming the option or the value, no traceback, and the folder as it was (hashed before and after).
+
+The options come from the commands' own parsers (`build_parser()`), so an option is covered the day it is added; the
+bad values are generated from each option's kind (a number, a choice, a path or text). Each case runs the real
+command in a process of its own: a zygote imports the command once and forks a child per case, so a case costs
+milliseconds, not an import of torch. The default run tries one bad value per option; the `slow` run draws many with
+Hypothesis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+import collect_dataset
+import dataset_report
+import edit_dataset
+import evaluate
+import train
+
+POLICY = str(REPO / "assets" / "policy.pt")
+COMMANDS = {"train": train, "evaluate": evaluate, "collect_dataset": collect_dataset,
+            "dataset_report": dataset_report, "edit_dataset": edit_dataset}
+# A valid, cheap command line each option is added to (its value replacing the base's where the base has it), and
+# the base options an option excludes (left out when it is the one tried).
+BASE = {
+    "train": ["--no-resume", "--set", "checkpoint_dir=ck", "--set", "log_dir=logs", "--set", "episodes=1"],
+    "evaluate": ["--checkpoint", POLICY, "--episodes", "1", "--videos", "0", "--output", "eval.json"],
+    "collect_dataset": ["--checkpoint", POLICY, "--episodes", "1", "--max-steps", "5", "--keep-failures",
+                        "--output", "out"],
+    "dataset_report": ["ds"],
+    "edit_dataset": ["ds", "--output", "out"],
+}
+EXCLUDES = {"--controller": ["--checkpoint"], "--controller-arg": ["--checkpoint"], "--policy": ["--checkpoint"],
+            "--checkpoint-dir": ["--checkpoint"], "--verify": ["--episodes", "--max-steps", "--keep-failures",
+                                                                 "--output"]}
+NEEDS = {"--controller-arg": ["--controller", "imitation.controller:load"]}
+SUBCOMMAND_BASE = {"split": ["--fractions", "a=0.5", "b=0.5"], "convert": ["--format", "zarr"]}
+# Options the base command line makes inert, so that any value passes unread: the one bad value tried is accepted.
+INERT = {"evaluate --video-dir": "the base records no video (--videos 0)",
+         "dataset_report --ray": "the base trains no learner (no --imitation): nothing runs on Ray"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of one command (a subcommand's under its name)."""
+
+    command: str
+    words: tuple[str, ...]  # the subcommand, if any
+    flag: str  # "--episodes", or "" for a positional
+    kind: str  # "int", "float", "choice", "text", "switch"
+    choices: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return " ".join([self.command, *self.words, self.flag or "<positional>"])
+
+
+def _kind(action: argparse.Action) -> str:
+    if action.nargs == 0:
+        return "switch"
+    if action.choices:
+        return "choice"
+    return {int: "int", float: "float"}.get(action.type, "text")
+
+
+def options() -> list[Option]:
+    """Every option of every command, from its parser (edit_dataset.py's per subcommand)."""
+    found = []
+    for command, module in COMMANDS.items():
+        parsers = [((), module.build_parser())]
+        for action in parsers[0][1]._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers = [((name,), sub) for name, sub in action.choices.items()]
+        for words, parser in parsers:
+            for action in parser._actions:
+                if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                    continue
+                flag = max(action.option_strings, key=len) if action.option_strings else ""
+                found.append(Option(command, words, flag, _kind(action), tuple(map(str, action.choices or ()))))
+    return [option for option in found if option.kind != "switch"]
+
+
+def bad_values(option: Option, folder: Path) -> list[str]:
+    """Values no option of its kind accepts; the first is the default run's."""
+    if option.kind == "int":
+        return ["-1", "abc", "", "99999999999999999999", "1.5"]
+    if option.kind == "float":
+        return ["nan", "-inf", "abc", "", "1e309"]
+    if option.kind == "choice":
+        return ["no-such-choice", ""]
+    return [str(folder / "user.txt"), "", str(folder / "missing" / "x"), str(folder / "a_folder"),
+            str(folder / "link"), "/proc/self"]
+
+
+def prepare(folder: Path) -> None:
+    """What the cases find in their folder: the user's files, a folder, a symlink, a tiny dataset."""
+    (folder / "user.txt").write_text("the user's notes\n")
+    (folder / "a_folder").mkdir()
+    (folder / "a_folder" / "keep.txt").write_text("mine\n")
+    (folder / "link").symlink_to(folder / "user.txt")
+
+
+def command_line(option: Option, value: str) -> list[str]:
+    base = [*BASE[option.command], *(SUBCOMMAND_BASE.get(option.words[0], []) if option.words else [])]
+    for excluded in EXCLUDES.get(option.flag, []):
+        if excluded in base:
+            at = base.index(excluded)
+            del base[at:at + (1 if excluded == "--keep-failures" else 2)]
+    if option.flag in base:
+        base[base.index(option.flag) + 1] = value
+        return [*option.words, *base]
+    if not option.flag:
+        return [*option.words, value, *base[1:]]
+    return [*option.words, *base, *NEEDS.get(option.flag, []), option.flag, value]
+
+
+ZYGOTE = r"""
+import importlib, json, os, sys, traceback
+sys.path.insert(0, sys.argv[1])
+module = importlib.import_module(sys.argv[2])
+sys.argv = [sys.argv[2] + ".py"]  # argparse names the program by it
+for line in sys.stdin:
+    case = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(case["cwd"])
+        for fd, name in ((1, "out"), (2, "err")):
+            handle = os.open(case[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(handle, fd)
+        try:
+            code = module.main(case["argv"])
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 99
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps(os.waitstatus_to_exitcode(status)), flush=True)
+"""
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root`, links not followed (a link's target named), files by their SHA-256."""
+    found = {}
+    for directory, folders, files in os.walk(root):
+        for name in folders + files:
+            path = Path(directory) / name
+            key = path.relative_to(root).as_posix()
+            found[key] = (f"link {os.readlink(path)}" if path.is_symlink() else
+                          hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir")
+    return found
+
+
+def run_cases(command: str, cases: list[tuple[Option, str]], root: Path, dataset: Path) -> list[str]:
+    """Each case in a fresh folder of its own through the command's zygote; the broken promises, one line each."""
+    jobs = []
+    for n, (option, value) in enumerate(cases):
+        folder = root / f"case{n}"
+        folder.mkdir()
+        prepare(folder)
+        if command in ("dataset_report", "edit_dataset"):
+            os.symlink(dataset, folder / "ds")  # read only: the tree below follows no link
+        argv = command_line(option, value.replace("{folder}", str(folder)))
+        jobs.append((option, value, folder, argv, tree(folder)))
+    zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=REPO,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
+                                   "TQDM_DISABLE": "1"})
+    broken = []
+    for option, value, folder, argv, before in jobs:
+        out, err = folder.parent / f"{folder.name}.out", folder.parent / f"{folder.name}.err"
+        zygote.stdin.write(json.dumps({"argv": argv, "cwd": str(folder), "out": str(out), "err": str(err)}) + "\n")
+        zygote.stdin.flush()
+        code = json.loads(zygote.stdout.readline())
+        stderr = err.read_text()
+        errors = [line for line in stderr.splitlines() if "error:" in line]
+        where = f"{option.name} {value!r} (exit {code})"
+        if "Traceback" in stderr:
+            broken.append(f"{where}: a traceback: {stderr.strip().splitlines()[-1]}")
+        elif code == 2:
+            named = [option.flag or value, value.replace("{folder}", str(folder))]
+            if len(errors) != 1:
+                broken.append(f"{where}: {len(errors)} error lines: {stderr.strip()[-300:]}")
+            elif not any(word and word in errors[0] for word in named) and value:
+                broken.append(f"{where}: the error names neither the option nor the value: {errors[0]}")
+            elif tree(folder) != before:
+                broken.append(f"{where}: refused, but the folder changed")
+        elif code == 0 and option.name in INERT:
+            pass
+        else:
+            broken.append(f"{where}: {errors[-1] if errors else 'accepted (no error line)'}")
+    zygote.stdin.close()
+    zygote.wait(timeout=60)
+    return broken
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest import collect_tiny
+    return collect_tiny(tmp_path_factory.mktemp("contract") / "ds", 6, "zarr")
+
+
+def test_the_harness_knows_every_commands_options() -> None:
+    names = {option.name for option in options()}
+    assert {"evaluate --episodes", "collect_dataset --output", "train --set", "dataset_report <positional>"} <= names
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_one_bad_value_per_option_is_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
+    cases = [(option, bad_values(option, Path("{folder}"))[0]) for option in options() if option.command == command]
+    broken = run_cases(command, cases, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_generated_bad_value_is_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    ours = [option for option in options() if option.command == command]
+    found: list[str] = []
+    counter = iter(range(10**6))
+
+    @settings(max_examples=40, deadline=None, database=None)
+    @given(st.sampled_from(ours).flatmap(lambda option: st.tuples(st.just(option), st.sampled_from(
+        bad_values(option, Path("{folder}"))))))
+    def case(drawn: tuple[Option, str]) -> None:
+        root = tmp_path / f"draw{next(counter)}"
+        root.mkdir()
+        found.extend(run_cases(command, [drawn], root, dataset))
+
+    case()
+    assert not found, "\n".join(sorted(set(found)))
