@@ -8,19 +8,20 @@
     (every command also takes [--workers N] [--ray [ADDRESS]] [--overwrite])
 
 IN is a dataset folder collect_dataset.py wrote, in any of its formats (a folder of several formats: pass one of its
-sub-folders). SPEC lists episode indices or seeds as `0:100,150,170:180` (START:STOP leaves STOP out, as Python
-does). --max-steps keeps the episodes of at most N steps; --drop-flagged drops those dataset_report.py flags as
-unusable (recorded failures and episodes whose replay fails). split deals the episodes out at random (fixed by
---seed) in the given fractions; every part is a complete dataset, the parts are disjoint and together hold every
-episode. merge writes the episodes of every input, in order, each recording its source (the input, its policy's
-SHA-256 and collection command) in the format's per-episode metadata (`source`, an index into the record's
-`sources`) and on the card; the same seed from the same policy twice is refused unless --keep-duplicates; the inputs
-must share their collection settings (an --image-size reconciles differing image sizes). Every episode is recorded
-again by replaying it from its seed and executed targets, as --verify does, at the output's image size and in its
-formats (default: the input's format), so a 96 px zarr becomes a 224 px RLDS or LeRobot dataset frame-exactly,
-without the policy. Outputs are datasets like
-collect_dataset.py's (manifest, card, quality statistics; collect_dataset.py --verify passes), built in OUT.partial
-and swapped in whole; the inputs are never written. --workers / --ray re-record in parallel with the same bytes.
+sub-folders), or a Diffusion Policy replay zarr such as the human reference, whose episodes have no seed: they are
+copied frame by frame at their own size, into zarr only. SPEC lists episode indices or seeds as `0:100,150,170:180`
+(START:STOP leaves STOP out, as Python does). --max-steps keeps the episodes of at most N steps; --drop-flagged
+drops those dataset_report.py flags as unusable (recorded failures and episodes whose replay fails). split deals the
+episodes out at random (fixed by --seed) in the given fractions; every part is a complete dataset, the parts are
+disjoint and together hold every episode. merge writes the episodes of every input, in order, each recording its
+source (the input, its policy's SHA-256 and collection command) in the format's per-episode metadata (`source`, an
+index into the record's `sources`) and on the card; the same seed from the same policy twice is refused unless
+--keep-duplicates; the inputs must share their collection settings (an --image-size reconciles differing image
+sizes). Every episode is recorded again by replaying it from its seed and executed targets, as --verify does, at the
+output's image size and in its formats (default: the input's format), so a 96 px zarr becomes a 224 px RLDS or
+LeRobot dataset frame-exactly, without the policy. Outputs are datasets like collect_dataset.py's (manifest, card,
+quality statistics; collect_dataset.py --verify passes), built in OUT.partial and swapped in whole; the inputs are
+never written. --workers / --ray re-record in parallel with the same bytes.
 Exit codes: 0 done; 2 bad input (one line on stderr; nothing written); 74 the output could not be written (e.g. a full
 disk: nothing is left); 130 interrupted or a worker failed (nothing is left).
 """
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("merge", "select", "split", "convert"):
         sub = commands.add_parser(name, help=HELP[name], description=HELP[name], allow_abbrev=False)
         sub.add_argument("inputs", nargs="+" if name == "merge" else 1, metavar="IN",
-                         help="dataset folder(s) written by collect_dataset.py")
+                         help="dataset folder(s) written by collect_dataset.py, or a replay zarr (the human reference)")
         sub.add_argument("--output", required=True, metavar="OUT", help="the new dataset's folder")
         if name != "split":
             sub.add_argument("--format", nargs="+", choices=FORMAT_CHOICES, metavar="F", required=name == "convert",

@@ -148,7 +148,7 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
     if lerobot:  # the Hub's viewer reads the parquet frames
         front += ["configs:", "- config_name: default", "  data_files: data/*/*.parquet"]
     runs = collection["runs"]
-    seeds = f"{runs[0]['start_seed']}–{runs[-1]['next_seed'] - 1}"
+    seeds = f"{runs[0]['start_seed']}–{runs[-1]['next_seed'] - 1}" if runs else "none: copied from a replay zarr"
     perturbation = collection.get("perturbation")
     lines = [*front, "---", "", f"# {name}: PushT demonstrations ({TITLES[fmt]})", "",
              f"{episodes:,} episodes of gym-pusht's PushT task ({collection['env_id']}) recorded by pusht_sac's "
@@ -225,6 +225,8 @@ def _edit_lines(collection: dict) -> list[str]:
 
 def policy_record(collection: dict) -> str | None:
     """The protocol figure of the shipped demonstrator, when every run used it, as its shipped record holds it."""
+    if not collection["runs"]:
+        return None
     try:
         record = json.loads((CHECKOUT / POLICY_RECORD).read_text())
         shipped = CHECKOUT / record["checkpoint"]

@@ -115,14 +115,18 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
     image = zarr_replay.ArrayStream(data["img"]) if images else None
+
+    def unseeded(e: int) -> bool:  # the reference's episodes, and those an edit copied from it
+        return seeds is None or successes is None or seeds[e] == zarr_replay.NO_SEED
+
     start = 0
     for e, end in enumerate(ends):
         end = int(end)
         pose = state.rows(start, end).astype(np.float64)
         yield Demonstration(agent_pos=pose[:, :2], action=action.rows(start, end).astype(np.float64),
                             keypoints=keypoints_from_pose(pose[:, 2:5]),
-                            success=None if successes is None else bool(successes[e]),
-                            seed=None if seeds is None else int(seeds[e]),
+                            success=None if unseeded(e) else bool(successes[e]),
+                            seed=None if unseeded(e) else int(seeds[e]),
                             # DP stores float32 0-255
                             image=None if image is None else np.round(image.rows(start, end)).astype(np.uint8),
                             imitate=None if imitate is None else imitate.rows(start, end).astype(bool))

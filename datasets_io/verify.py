@@ -20,11 +20,11 @@ import gymnasium as gym
 import numpy as np
 
 from common.cli import EXIT_SHORT, BadInput
-from datasets_io import card, derived, formats, manifest
+from datasets_io import card, formats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
-from datasets_io.formats import FORMATS, lerobot_common, read_collection
+from datasets_io.formats import FORMATS, lerobot_common, read_collection, zarr_replay
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
@@ -68,6 +68,7 @@ class Report:
     max_error: dict[str, float] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
     failed: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # (episode index, seed) → its problems
+    seedless: int = 0  # episodes copied from a replay zarr without seeds: nothing to replay them from
 
     def mismatch(self, facts: dict, problem: str) -> None:
         """One episode's problem: a line for the user, and kept by episode for a report to list."""
@@ -76,7 +77,8 @@ class Report:
 
     def summary(self) -> str:
         errors = ", ".join(f"{key} {value:.2g}" for key, value in self.max_error.items())
-        return f"{self.episodes} episodes, {self.frames} frames; max |error|: {errors}"
+        unreplayed = f" ({self.seedless} without a seed, not replayed)" if self.seedless else ""
+        return f"{self.episodes} episodes{unreplayed}, {self.frames} frames; max |error|: {errors or 'none replayed'}"
 
 
 def _check_images(report: Report, facts: dict, stored: np.ndarray, rendered: np.ndarray, tolerance: float) -> None:
@@ -116,8 +118,7 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
     follows the metadata to the frames but never checks it; the dataset card's counts are held to it too. Each
     problem starts with the file it is about; damaged files raise ValueError or OSError naming the file."""
     _require(root, fmt)
-    return (FORMATS[fmt].check_metadata(root, collection) + card.card_problems(root, fmt)
-            + derived.problems(root, fmt, collection))
+    return FORMATS[fmt].check_metadata(root, collection) + card.card_problems(root, fmt)
 
 
 def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
@@ -131,6 +132,11 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
     tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()
     for facts, recorded in dataset.iter_episodes(root, True):
+        if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":
+            report.seedless += 1
+            report.episodes += 1
+            report.frames += facts["length"]
+            continue
         if len(recorded["action"]) != facts["length"]:
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")
             continue

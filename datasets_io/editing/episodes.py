@@ -10,35 +10,40 @@ labels, imitation marks, success flag and coverage are the input's.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import zarr
 
 from common.cli import BadInput
 from common.files import sha256_file
 from datasets_io import formats
+from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
-from datasets_io.formats import FORMATS
+from datasets_io.formats import FORMATS, zarr_replay
+from datasets_io.readers import check_episode_ends, keypoints_from_pose
 from datasets_io.verify import executed_targets, imitation_marks
-from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 
 
 @dataclass(frozen=True)
 class Recorded:
-    """One input episode: where it is, its facts and the per-frame arrays replaying it needs."""
+    """One input episode: where it is, its facts and the per-frame arrays replaying it needs (an episode without a
+    seed: the episode itself, to copy)."""
 
     input: int  # the input's position on the command line
     index: int  # its episode index in that input
-    seed: int
+    seed: int  # zarr_replay.NO_SEED: copied from a replay zarr without seeds
     success: bool
     max_coverage: float
     action: np.ndarray  # (T, 2) the labels (the executed targets unless perturbed)
     executed: np.ndarray | None  # (T, 2) perturbed collections: the targets sent
     imitate: np.ndarray | None  # (T,) perturbed collections: False on burst frames
     source: int | None = None  # a merged dataset's: where it came from, an index into the record's "sources"
+    frames: EpisodeData | None = None  # an episode without a seed, as it is written (when asked for)
 
     @property
     def length(self) -> int:
@@ -53,15 +58,38 @@ class Input:
     fmt: str
     root: Path
     collection: dict
+    copied: bool = False  # a replay zarr without our record (the human reference): no seeds, episodes copied
 
     @property
     def perturbed(self) -> bool:
         return self.collection.get("perturbation") is not None
 
-    def episodes(self, position: int) -> Iterator[Recorded]:
-        """Every episode in order, read a chunk at a time (no frames); `position`: the input's on the command
-        line."""
+    @property
+    def collected(self) -> bool:
+        """Whether any of its episodes was collected (else every one was copied from a replay zarr)."""
+        return bool(self.collection["runs"])
+
+    @property
+    def seedless(self) -> bool:
+        """Whether it holds episodes without a seed (copied from a replay zarr), which can only be copied."""
+        if self.copied:
+            return True
+        meta = zarr.open_group(str(self.root), mode="r")["meta"] if self.fmt == "zarr" else {}
+        return "episode_seed" in meta and bool((zarr_replay.read_array(meta["episode_seed"]) ==
+                                                zarr_replay.NO_SEED).any())
+
+    def episodes(self, position: int, frames: Container[int] = ()) -> Iterator[Recorded]:
+        """Every episode in order, read a chunk at a time (no frames, but those of the episodes without a seed whose
+        indices are in `frames`); `position`: the input's on the command line."""
+        copies = _copied_episodes(self.root, position, frames) if self.fmt == "zarr" else None
+        if self.copied:
+            yield from copies
+            return
         for facts, arrays in FORMATS[self.fmt].iter_episodes(self.root, False):
+            copy = next(copies) if copies is not None else None  # zarr: the same episode, read alongside
+            if facts["seed"] == zarr_replay.NO_SEED:
+                yield replace(copy, source=facts.get("source"))
+                continue
             yield Recorded(position, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
                            float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
                            np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
@@ -72,6 +100,9 @@ class Input:
         one entry per collection run (the dataset, the run's policy with its SHA-256, noise and command)."""
         if "sources" in self.collection:
             return self.collection["sources"]
+        if not self.collected:
+            return [{"dataset": str(self.path), "policy": "none: the replay zarr's own episodes (no seeds)",
+                     "policy_sha256": None, "action_noise": 0.0, "command": None}]
         return [{"dataset": str(self.path), "policy": run["policy"],
                  "policy_sha256": sha256_file(run["policy"]) if Path(run["policy"]).is_file() else None,
                  "action_noise": run["action_noise"], "command": run.get("command")}
@@ -79,8 +110,8 @@ class Input:
 
     def source_of(self, episode: Recorded) -> int:
         """The index in `sources()` of an episode's source: its own, or the run whose seeds hold it."""
-        if episode.source is not None:
-            return episode.source
+        if episode.source is not None or not self.collected:
+            return episode.source or 0
         runs = self.collection["runs"]
         return next(r for r in reversed(range(len(runs)))
                     if runs[r]["start_seed"] <= episode.seed < runs[r]["next_seed"])
@@ -99,6 +130,8 @@ def open_input(path: str) -> Input:
     try:
         collection = FORMATS[fmt].read_collection(root)
     except (OSError, KeyError, ValueError):
+        if fmt == "zarr":  # a Diffusion Policy replay zarr such as the human reference
+            return Input(Path(path), fmt, root, replay_zarr_record(root), copied=True)
         raise BadInput(f"{path!r} is a {FORMATS[fmt].title} dataset without a collection record (not written by "
                        f"collect_dataset.py), so its episodes cannot be replayed; pass one of ours") from None
     return Input(Path(path), fmt, root, collection)
@@ -130,9 +163,46 @@ def unmatched(values: set[int], spec: list[range] | None) -> list[int]:
     return [span.start for span in spec or [] if len(span) == 1 and span.start not in values]
 
 
+def replay_zarr_record(root: Path) -> dict:
+    """The collection record of a replay zarr that has none (the human reference): its image size, the env's
+    defaults, no runs."""
+    size = zarr.open_group(str(root), mode="r")["data"]["img"].shape[1]
+    return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": int(size), "perturbation": None,
+            "video": True, "max_steps": MAX_EPISODE_STEPS, "next_seed": 0, "runs": []}
+
+
+def _copied_episodes(root: Path, position: int, frames: Container[int]) -> Iterator[Recorded]:
+    """A replay zarr's episodes as they are, a chunk at a time; those in `frames` whole, as the zarr writer takes
+    them (renders, state, contacts, targets; no reward or success: the zarr stores none)."""
+    group = zarr.open_group(str(root), mode="r")
+    data = group["data"]
+    ends = zarr_replay.read_array(group["meta"]["episode_ends"])
+    check_episode_ends(ends, data["action"].shape[0])
+    streams = {name: zarr_replay.ArrayStream(data[name]) for name in ("state", "action", "n_contacts", "img")
+               if name in data and (frames or name == "action")}  # an empty `frames`: the targets only
+    start = 0
+    for e, end in enumerate(int(end) for end in ends):
+        action = np.asarray(streams["action"].rows(start, end), np.float32)
+        copy = None
+        if e in frames:
+            state = np.asarray(streams["state"].rows(start, end), np.float32)
+            contacts = (streams["n_contacts"].rows(start, end).reshape(-1) if "n_contacts" in streams
+                        else np.zeros(end - start))
+            copy = EpisodeData(seed=zarr_replay.NO_SEED, success=False, max_coverage=float("nan"),
+                               image=np.round(streams["img"].rows(start, end)).astype(np.uint8),
+                               agent_pos=state[:, :2], keypoints=keypoints_from_pose(state[:, 2:5]).reshape(
+                                   -1, 16).astype(np.float32), block_pose=state[:, 2:5],
+                               n_contacts=np.asarray(contacts, np.float32), action=action,
+                               reward=np.zeros(end - start, np.float32), is_success=np.zeros(end - start, bool))
+        yield Recorded(position, e, zarr_replay.NO_SEED, False, float("nan"), action, None, None, None, copy)
+        start = end
+
+
 def rerecord(env: gym.Env, episode: Recorded) -> EpisodeData:
     """The episode as a collection records it, replayed from its seed and executed targets in `env` (rendering at
-    the output's size)."""
+    the output's size); an episode without a seed as it was copied."""
+    if episode.frames is not None:
+        return replace(episode.frames, source=episode.source)
     sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True)
     return EpisodeData(seed=episode.seed, success=episode.success, max_coverage=episode.max_coverage,
                        image=sim["image"], agent_pos=sim["agent_pos"].astype(np.float32),

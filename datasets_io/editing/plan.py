@@ -12,10 +12,12 @@ import numpy as np
 
 from common import parallel
 from common.cli import BadInput
+from common.files import symlink_in
 from datasets_io import formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.plan import check_replaceable, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
+from datasets_io.formats import zarr_replay
 from datasets_io.verify import check_metadata, replay_failures
 from env.pusht_wrapper import image_size_problem
 
@@ -98,7 +100,10 @@ def split_counts(total: int, fractions: list[float]) -> list[int]:
 
 
 def check_input(source: Input) -> None:
-    """Refuse an input whose metadata or bytes are not the ones written, naming the file."""
+    """Refuse an input whose metadata or bytes are not the ones written, naming the file (a replay zarr without our
+    record has neither: its episode ends are checked as it is read)."""
+    if source.copied:
+        return
     try:
         problems = check_metadata(source.root, source.fmt, source.collection) + manifest.check(source.root)
     except (OSError, KeyError, ValueError, RuntimeError) as err:
@@ -110,6 +115,9 @@ def check_input(source: Input) -> None:
 
 def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
     """"new" or "overwrite": an existing output is replaced only with --overwrite and only when we wrote all of it."""
+    if (link := symlink_in(output)) is not None:
+        raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
+                       f"through one: give the real path")
     for source in inputs:
         ours, theirs = output.resolve(), source.root.resolve()
         if ours == theirs or ours in theirs.parents or theirs in ours.parents:
@@ -135,18 +143,31 @@ def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
     return "overwrite"
 
 
-def merged_settings(inputs: list[Input], image_size: int | None) -> dict:
-    """The collection settings of the output: the inputs' (which must agree), at `image_size` if given."""
-    first = inputs[0].collection
-    for source in inputs[1:]:
-        for key, what in (("env_id", "env"), ("perturbation", "burst settings"), ("max_steps", "step limit"),
-                          ("video", "video choice"), ("image_size", "image size")):
+def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[str, ...]) -> dict:
+    """The collection settings of the output: the inputs' (which must agree), at `image_size` if given. Episodes
+    without a seed (a replay zarr's) cannot be re-rendered: they go to zarr only, at their own size."""
+    base = next((source for source in inputs if source.collected), inputs[0])
+    for source in inputs:
+        if source.seedless and names != ("zarr",):
+            raise BadInput(f"{str(source.path)!r} holds episodes without a seed (a replay zarr such as the human "
+                           f"reference): they are copied as they are, into zarr only (the other formats store "
+                           f"rewards it lacks); pass --format zarr")
+        if source.seedless and image_size not in (None, source.collection["image_size"]):
+            raise BadInput(f"{str(source.path)!r} holds episodes without a seed, which cannot be re-rendered at "
+                           f"another size: they are copied at their own {source.collection['image_size']} px; leave "
+                           f"--image-size out")
+        keys = (("image_size", "image size"),) if not (source.collected and base.collected) else (
+            ("env_id", "env"), ("perturbation", "burst settings"), ("max_steps", "step limit"),
+            ("video", "video choice"), ("image_size", "image size"))
+        for key, what in keys:
             if key == "image_size" and image_size is not None:
                 continue
-            if source.collection.get(key) != first.get(key):
-                fix = "; pass --image-size to render every episode at one size" if key == "image_size" else ""
-                raise BadInput(f"the inputs differ in {what}: {str(inputs[0].path)!r} has {first.get(key)!r}, "
+            if source.collection.get(key) != base.collection.get(key):
+                fix = ("; pass --image-size to render every episode at one size" if key == "image_size"
+                       and not source.seedless and not base.seedless else "")
+                raise BadInput(f"the inputs differ in {what}: {str(base.path)!r} has {base.collection.get(key)!r}, "
                                f"{str(source.path)!r} has {source.collection.get(key)!r}{fix}")
+    first = base.collection
     return {**first, "image_size": first["image_size"] if image_size is None else image_size}
 
 
@@ -179,8 +200,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
     inputs = [open_input(path) for path in args.inputs]
     for source in inputs:
         check_input(source)
-    settings = merged_settings(inputs, args.image_size)
     names = format_names(args.format) if args.format else (inputs[0].fmt,)
+    settings = merged_settings(inputs, args.image_size, names)
     output = Path(args.output)
     mode = check_output(output, args.overwrite, inputs)
     # the episodes' facts, one pass over the inputs' low-dimensional data
@@ -249,6 +270,8 @@ def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dic
     first: dict[tuple, tuple[int, int]] = {}
     twice = []
     for s, index, seed, _, k in facts:
+        if seed == zarr_replay.NO_SEED:
+            continue  # not collected: nothing says two copies are one episode
         entry = sources[remap[s, k]]
         key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"])
         if key in first:
@@ -269,6 +292,8 @@ def flagged(inputs: list[Input]) -> set[tuple[int, int]]:
     replay does not reproduce what is stored (its --verify)."""
     found = set()
     for s, source in enumerate(inputs):
+        if source.copied:
+            continue  # a replay zarr records no outcome and has no seeds to replay
         found |= {(s, bad["episode"]) for bad in replay_failures(source.root, source.fmt, source.collection)["failed"]}
         found |= {(s, ep.index) for ep in source.episodes(s) if not ep.success}
     return found

@@ -25,7 +25,7 @@ def _planned(plan: EditPlan) -> Iterator[tuple[int, Recorded]]:
     """(part, episode) of every planned episode, read from the inputs as the workers ask for them; a merged
     output's episodes carry their source's index in its record."""
     for s, source in enumerate(plan.inputs):
-        for episode in source.episodes(s):
+        for episode in source.episodes(s, frames={index for i, index in plan.route if i == s}):
             if (s, episode.index) in plan.route:
                 if plan.remap is not None:
                     episode = replace(episode, source=plan.remap[s, source.source_of(episode)])

@@ -47,6 +47,9 @@ META = {"episode_ends": "i8", "episode_seed": "i8", "episode_success": "bool", "
 PERTURBED = {"executed_action": ((2,), "f4"), "imitate": ((), "bool")}
 
 
+NO_SEED = -1  # meta/episode_seed of an episode copied from a replay zarr without seeds (the human reference)
+
+
 SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
 
 
@@ -220,15 +223,16 @@ def _array_problems(group: zarr.Group, part: str, specs: dict[str, tuple[tuple[i
     return problems
 
 
-def _length_problems(lengths: np.ndarray, success: np.ndarray, max_steps: int) -> list[str]:
+def _length_problems(lengths: np.ndarray, success: np.ndarray, max_steps: int, seeds: np.ndarray) -> list[str]:
     """The episode lengths episode_ends gives against the collection's step limit: no frame column says where an
     episode starts, so a moved end shows only here (and in the replay). An episode ends at its first success, else
-    at the limit."""
+    at the limit; one without a seed (copied from a replay zarr) was not collected under the limit."""
+    seeded = [e >= len(seeds) or seeds[e] != NO_SEED for e in range(len(lengths))]
     problems = [f"meta/episode_ends: episode {e} is {n} frames long, the collection's limit is {max_steps} steps"
-                for e, n in enumerate(lengths) if n > max_steps]
+                for e, n in enumerate(lengths) if n > max_steps and seeded[e]]
     problems += [f"meta/episode_ends: episode {e} is {n} frames long and failed, a failed episode runs to the "
                  f"{max_steps}-step limit" for e, (n, ok) in enumerate(zip(lengths, success, strict=False))
-                 if not ok and n < max_steps]  # a success array of another length is reported apart
+                 if not ok and n < max_steps and seeded[e]]  # a success array of another length is reported apart
     return problems
 
 
@@ -250,7 +254,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
                         f"{ends[e - 1] if e else 'the start (0)'}: the ends must increase strictly")
     else:
         success = read_array(meta["episode_success"]) if "episode_success" in meta else []
-        problems += _length_problems(steps, success, collection["max_steps"])
+        seeds = read_array(meta["episode_seed"]) if "episode_seed" in meta else np.zeros(0, np.int64)
+        problems += _length_problems(steps, success, collection["max_steps"], seeds)
     frames = int(ends[-1]) if len(ends) else 0
     for part, count, what in (("data", frames, f"meta/episode_ends ends at frame {frames}"),
                               ("meta", len(ends), f"meta/episode_ends has {len(ends)} episodes")):

@@ -239,3 +239,53 @@ def test_ctrl_c_is_exit_130_and_leaves_nothing(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "nothing was written" in err and "Traceback" not in err, err
     assert not out.exists() and not staging.partial_path(out).exists() and tree(source) == before
+
+
+HUMAN = REPO.parent / "shared" / "reference" / "pusht_human_dp.zarr"  # Diffusion Policy's human demonstrations
+needs_human = pytest.mark.skipif(not HUMAN.is_dir(), reason="the human reference is not on this machine")
+
+
+@needs_human
+def test_the_human_reference_is_copied_frame_by_frame(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    edited(["select", str(HUMAN), "--output", str(out), "--episodes", "1:3"], capsys, HUMAN)
+    verified(out, capsys)
+    ours, theirs = zarr.open_group(str(out), mode="r"), zarr.open_group(str(HUMAN), mode="r")
+    first, last = theirs["meta/episode_ends"][0], theirs["meta/episode_ends"][2]
+    for name in ("img", "state", "action", "n_contacts"):
+        np.testing.assert_array_equal(ours["data"][name][:], theirs["data"][name][first:last], err_msg=name)
+    assert [episode.seed for episode in read_demonstrations(out)[2]] == [None, None]
+
+
+@needs_human
+def test_a_mixture_with_the_human_reference_keeps_both_sources(collection: Path, tmp_path: Path, capsys) -> None:
+    human = tmp_path / "human"
+    edited(["select", str(HUMAN), "--output", str(human), "--episodes", "0"], capsys, HUMAN)
+    out = tmp_path / "mix"
+    edited(["merge", str(collection / "zarr"), str(human), "--output", str(out)], capsys, collection)
+    verified(out, capsys)
+    assert list(zarr.open_group(str(out), mode="r")["meta/episode_source"][:]) == [0, 0, 0, 0, 1]
+    assert seeds(out) == [0, 1, 2, 3, None]
+    for argv, message in ((["--format", "lerobot"], "pass --format zarr"), (["--image-size", "128"],
+                                                                            "leave --image-size out")):
+        code, _, err = run(edit_dataset.main, ["merge", str(collection / "zarr"), str(HUMAN), "--output",
+                                               str(tmp_path / "refused"), *argv], capsys)
+        assert code == 2 and message in one_error(err) and not (tmp_path / "refused").exists()
+
+
+@pytest.mark.slow
+def test_the_real_readers_load_edited_datasets(collection: Path, tmp_path: Path, capsys) -> None:
+    """tools/check_readers.py (lerobot 0.4.4 and 0.3.3, tensorflow-datasets) on a converted and a merged dataset in
+    all four formats, in the reader venvs test_formats.py's slow test builds (skipped where they are absent)."""
+    readers = REPO.parent / "readers"
+    if not all((readers / venv / "bin/python").is_file() for venv in ("lerobot-0.4.4", "lerobot-0.3.3", "tfds")):
+        pytest.skip(f"the reader venvs are not in {readers}; build them with tools/reader_venvs.sh")
+    converted, merged = tmp_path / "converted", tmp_path / "merged"
+    edited(["convert", str(collection / "zarr"), "--output", str(converted), "--format", *ALL_FORMATS,
+            "--image-size", "128"], capsys, collection)
+    edited(["merge", str(collection / "lerobot"), str(collection / "rlds"), "--keep-duplicates", "--output",
+            str(merged), "--format", *ALL_FORMATS], capsys, collection)
+    for root in (converted, merged):
+        result = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(root), "--readers",
+                                 str(readers)], capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0 and "readers: OK" in result.stdout, result.stdout + result.stderr
