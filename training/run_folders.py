@@ -23,6 +23,10 @@ def prepare_folders(config: TrainConfig) -> list[Path]:
     removes what it created first."""
     created: list[Path] = []
     for option in FOLDERS:
+        if Path(getattr(config, option)).is_symlink():
+            remove_created_dirs(created)
+            raise ConfigError(f"{option} {getattr(config, option)!r} is a symbolic link; outputs are never written "
+                              f"through one: set {option} to the real path")
         try:
             created += ensure_writable_dir(getattr(config, option))
         except OSError as err:

@@ -119,3 +119,19 @@ def test_a_read_only_dataset_is_one_line(copy: Path, capsys, flag: str) -> None:
         assert tree(copy) == before
     finally:
         folder.chmod(0o755)
+
+
+def test_train_and_edit_dataset_refuse_a_symlinked_output(collection: Path, tmp_path: Path, capsys) -> None:
+    import edit_dataset
+    import train
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    before = tree(tmp_path)
+    code, _, err = run(train.main, ["--no-resume", "--set", f"checkpoint_dir={tmp_path / 'link'}", "--set",
+                                    f"log_dir={tmp_path / 'logs'}", "--set", "episodes=1"], capsys)
+    assert code == 2 and "symbolic link" in one_error(err)
+    code, _, err = run(edit_dataset.main, ["select", str(collection / "zarr"), "--output", str(tmp_path / "link")],
+                       capsys)
+    assert code == 2 and "symbolic link" in one_error(err)
+    assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
