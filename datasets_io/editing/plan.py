@@ -13,7 +13,6 @@ import numpy as np
 from common import parallel
 from common.cli import BadInput
 from common.files import symlink_in
-from common.files import symlink_in
 from datasets_io import formats, manifest
 from datasets_io.collection import staging
 from datasets_io.collection.plan import check_replaceable, format_names, recorded_command
@@ -116,9 +115,6 @@ def check_input(source: Input) -> None:
 
 def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
     """"new" or "overwrite": an existing output is replaced only with --overwrite and only when we wrote all of it."""
-    if (link := symlink_in(output)) is not None:
-        raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
-                       f"through one: give the real path")
     if (link := symlink_in(output)) is not None:
         raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
                        f"through one: give the real path")
