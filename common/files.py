@@ -197,8 +197,12 @@ class UnsafeCheckpointError(NotACheckpointError):
 
 
 # What checkpoints written before the numpy RNG state was stored as a tensor need beyond torch's weights-only
-# defaults: numpy's array constructor and the one dtype of that state. None of them calls anything it is given.
-LEGACY_SAFE_GLOBALS = [np._core.multiarray._reconstruct, np.ndarray, np.dtype, np.dtypes.UInt32DType]
+# defaults: numpy's array constructor (named numpy._core… by numpy 2 and numpy.core… by numpy 1, whichever wrote the
+# file) and the one dtype of that state. None of them calls anything it is given.
+_reconstruct = (np._core if hasattr(np, "_core") else np.core).multiarray._reconstruct
+LEGACY_SAFE_GLOBALS = [_reconstruct, (_reconstruct, "numpy._core.multiarray._reconstruct"),
+                       (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray, np.dtype,
+                       np.dtypes.UInt32DType]
 _UNSAFE_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
 
 

@@ -96,7 +96,7 @@ class Staging:
 
     final: Path
     path: Path
-    _lock_fd: int
+    _lock_fd: int | None  # None once released
     created: list[Path]  # the folders above `final` this run made: removed again if nothing is kept
     before: dict = field(default_factory=dict)  # what `final` held when the run began (`tree_state`)
     kept: bool = False  # the swap was refused: `path` holds the new dataset and stays
@@ -127,7 +127,7 @@ class Staging:
             self._refuse(f"{str(self.final)!r} appeared during the swap ({err.strerror}){moved}")
         _fsync_dir(self.final.parent)
         _drop_markers(self.final)
-        os.close(self._lock_fd)
+        self._release()
         if old.exists():
             shutil.rmtree(old)
 
@@ -136,11 +136,17 @@ class Staging:
         raise StagingError(f"{what}; it was not touched, and the new dataset is kept in {str(self.path)!r}: move "
                            f"what you want to keep, then rename that folder yourself or run again")
 
+    def _release(self) -> None:
+        """Close the lock once: `discard` may follow a commit that failed after releasing it."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     def discard(self) -> None:
         """Remove the staging dir (unless a refused swap kept it) and the folders this run made."""
         if not self.kept:
             shutil.rmtree(self.path, ignore_errors=True)
-        os.close(self._lock_fd)
+        self._release()
         if not self.kept:
             remove_created_dirs(self.created)
 

@@ -63,8 +63,11 @@ def test_an_unchanged_folder_is_swapped(tmp_path: Path) -> None:
     final = tmp_path / "out"
     final.mkdir()
     (final / "ours.bin").write_bytes(b"old")
-    staged(final, "overwrite").commit()
+    stage = staged(final, "overwrite")
+    stage.commit()
     assert [p.name for p in final.iterdir()] == ["data.bin"] and not (tmp_path / "out.old").exists()
+    stage.discard()  # what a caller's cleanup does after a commit that failed late: the lock is released once
+    assert [p.name for p in final.iterdir()] == ["data.bin"]
 
 
 @pytest.mark.parametrize("edited", ["lerobot-v2.1/meta/collection.json", "lerobot/meta/info.json",

@@ -5,6 +5,7 @@ code can run; the folders involved are hashed before and after."""
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from conftest import one_error, run, tree
 import collect_dataset
 import evaluate
 import train
-from common.files import LEGACY_SAFE_GLOBALS, UnsafeCheckpointError, load_file
+from common.files import UnsafeCheckpointError, load_file
 from imitation.judge import LEARNER_FORMAT
 from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT
 from tools import export_policy
@@ -56,7 +57,14 @@ def test_the_shipped_files_and_older_checkpoints_still_load(tmp_path: Path) -> N
     torch.save({"format": TRAIN_FORMAT, "rng": {"numpy": np.random.get_state()}}, old)
     state = load_file(old)
     assert np.array_equal(state["rng"]["numpy"][1], np.random.get_state()[1])
-    assert len(LEGACY_SAFE_GLOBALS) == 4
+    # the same file as numpy 1 pickles it (numpy.core, not numpy._core) loads too
+    with zipfile.ZipFile(old) as source, zipfile.ZipFile(tmp_path / "numpy1.pt", "w") as target:
+        for entry in source.infolist():
+            data = source.read(entry)
+            target.writestr(entry, data.replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+                            if entry.filename.endswith("data.pkl") else data)
+    state = load_file(tmp_path / "numpy1.pt")
+    assert np.array_equal(state["rng"]["numpy"][1], np.random.get_state()[1])
 
 
 COMMANDS = {
