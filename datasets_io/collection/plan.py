@@ -263,6 +263,9 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     output = Path(args.output)
     existing = check_output(args)
     record = read_collection(existing) if args.resume and existing else {}
+    if record.get("edits"):  # its record names sources and edits a collection's runs cannot carry on
+        raise BadInput(f"{str(output)!r} was written by edit_dataset.py, and --resume adds only to a collection; "
+                       f"collect the new episodes into another folder, then edit_dataset.py merge the two")
     mode = "resume" if record else "overwrite" if args.overwrite and existing else "new"
     names = format_names(args.format) if args.format else tuple(existing) if record else ("lerobot",)
     if record and formats.layout(output, names) != existing:
