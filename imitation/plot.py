@@ -11,9 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
-from PIL import Image  # noqa: E402
 
-from common.files import atomic_file
+from common.files import atomic_file, png_drawn_by
 
 PLOT_SOURCE = "pusht_sac imitation.plot"  # a PNG text field: how --overwrite knows a plot is ours
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
@@ -32,11 +31,7 @@ def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
 
 def plotted_here(path: Path) -> bool:
     """Whether the PNG at `path` was drawn by `plot_scaling` (its Source field)."""
-    try:
-        with Image.open(path) as image:
-            return image.format == "PNG" and image.text.get("Source") == PLOT_SOURCE
-    except (OSError, ValueError):
-        return False
+    return png_drawn_by(path, PLOT_SOURCE)
 
 
 def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "frames") -> None:

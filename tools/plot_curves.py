@@ -17,11 +17,10 @@ import matplotlib
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from PIL import Image  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
 from common.cli import BadInput, check_output_file, check_writable_dir, run_command  # noqa: E402
-from common.files import atomic_file, guarded_write  # noqa: E402
+from common.files import atomic_file, guarded_write, png_drawn_by  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
 FIGURES = {
@@ -46,11 +45,7 @@ PLOT_SOURCE = "pusht_sac tools/plot_curves.py"  # the PNG's Source field: how --
 
 def drawn_here(path: Path) -> bool:
     """Whether the PNG at `path` was drawn by this tool (its Source field)."""
-    try:
-        with Image.open(path) as image:
-            return image.format == "PNG" and image.text.get("Source") == PLOT_SOURCE
-    except (OSError, ValueError):
-        return False
+    return png_drawn_by(path, PLOT_SOURCE)
 
 
 def figures(scalars: dict[str, tuple[list[int], list[float]]]) -> dict[str, list[tuple[str, str]]]:
