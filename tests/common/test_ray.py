@@ -103,6 +103,21 @@ def test_ray_collects_the_local_pools_dataset(tmp_path: Path, ray_address: str) 
 
 
 @needs_ray
+def test_ray_edits_as_the_local_pool_does(tmp_path: Path, ray_address: str) -> None:
+    source = collect_tiny(tmp_path / "in", 12, "zarr")
+    runs = {}
+    for name, backend in (("pool", []), ("ray", ["--ray", ray_address])):
+        (tmp_path / name).mkdir()  # the same --output from two folders: the same recorded edit
+        result = run_script("edit_dataset.py", "convert", str(source), "--format", "lerobot", "zarr", "rlds",
+                            "--image-size", "128", "--workers", "2", *backend, "--output", "ds", timeout=120,
+                            cwd=tmp_path / name)
+        assert result.returncode == 0, result.stderr
+        runs[name] = files(tmp_path / name / "ds")
+    assert "2 Ray worker(s)" in result.stdout
+    assert runs["ray"] == runs["pool"]
+
+
+@needs_ray
 def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str, monkeypatch) -> None:
     data = tmp_path / "ds"
     assert run_script("collect_dataset.py", *SMALL, "--episodes", "2", "--format", "zarr", "--output", str(data),
