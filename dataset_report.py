@@ -33,7 +33,7 @@ import argparse
 import sys
 from dataclasses import fields
 
-from common.cli import run_command
+from common.cli import check_finite, run_command
 from imitation.judge import LEARNERS
 from imitation.report import ReportRequest, report
 
@@ -95,7 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     request = ReportRequest(**{f.name: args[f.name] for f in fields(ReportRequest)})
     kept = (f"; the finished jobs and training checkpoints stay in {request.work_dir}: run the same command to go on"
             if request.work_dir else "")
-    return run_command(lambda: report(request), f"interrupted; no report written{kept}")
+
+    def body() -> int:
+        check_finite(args)
+        return report(request)
+
+    return run_command(body, f"interrupted; no report written{kept}")
 
 if __name__ == "__main__":
     sys.exit(main())

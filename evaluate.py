@@ -17,7 +17,7 @@ import argparse
 import sys
 from dataclasses import fields
 
-from common.cli import run_command
+from common.cli import check_finite, run_command
 from protocol.evaluation import EvaluationRequest, evaluate
 
 
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     request = EvaluationRequest(**{f.name: args[f.name] for f in fields(EvaluationRequest)})
 
     def body() -> int:
+        check_finite(args)
         evaluate(request)
         return 0
 

@@ -48,13 +48,16 @@ def run_command(body: Callable[[], int], interrupted: str) -> int:
         return EXIT_INTERRUPTED
 
 
-def check_finite(args: argparse.Namespace) -> None:
-    """Refuse NaN and infinities in any float option: argparse's float() accepts them, and a NaN noise level would
-    silently act as none and be recorded as invalid JSON."""
-    for key, value in vars(args).items():
+def check_finite(args: argparse.Namespace | dict) -> None:
+    """Refuse NaN and infinities in any float option, and integers beyond 64 bits in any int option: argparse's
+    float() accepts the first (a NaN noise level would silently act as none and be recorded as invalid JSON), its
+    int() the second (numpy, torch and itertools then fail deep inside, with a traceback)."""
+    for key, value in (vars(args) if isinstance(args, argparse.Namespace) else args).items():
         for number in value if isinstance(value, list) else [value]:
             if isinstance(number, float) and not math.isfinite(number):
                 raise BadInput(f"--{key.replace('_', '-')} must be a finite number, got {number}")
+            if isinstance(number, int) and not isinstance(number, bool) and not -2**63 <= number < 2**63:
+                raise BadInput(f"--{key.replace('_', '-')} must be within 64 bits (below 2**63), got {number}")
 
 
 def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool], what: str) -> None:

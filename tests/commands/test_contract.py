@@ -60,6 +60,7 @@ class Option:
     flag: str  # "--episodes", or "" for a positional
     kind: str  # "int", "float", "choice", "text", "switch"
     choices: tuple[str, ...] = ()
+    bare: bool = False  # its value may be left out (nargs="?"): an empty value is then a valid one
 
     @property
     def name(self) -> str:
@@ -87,20 +88,23 @@ def options() -> list[Option]:
                 if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
                     continue
                 flag = max(action.option_strings, key=len) if action.option_strings else ""
-                found.append(Option(command, words, flag, _kind(action), tuple(map(str, action.choices or ()))))
+                found.append(Option(command, words, flag, _kind(action), tuple(map(str, action.choices or ())),
+                                    action.nargs == "?"))
     return [option for option in found if option.kind != "switch"]
 
 
-def bad_values(option: Option, folder: Path) -> list[str]:
-    """Values no option of its kind accepts; the first is the default run's."""
+def bad_values(option: Option, folder: Path) -> list[tuple[str, bool]]:
+    """(value, whether every option of its kind must refuse it); the first is the default run's. The others may be
+    valid for some options (a path that does not exist yet is a fine output), so they must only never give a
+    traceback, and a refusal must still be one line that changes nothing."""
     if option.kind == "int":
-        return ["-1", "abc", "", "99999999999999999999", "1.5"]
+        return [("-1", True), ("abc", True), ("", True), ("99999999999999999999", True), ("1.5", True), ("0", False)]
     if option.kind == "float":
-        return ["nan", "-inf", "abc", "", "1e309"]
+        return [("nan", True), ("-inf", True), ("abc", True), ("", True), ("1e309", True), ("-1", False)]
     if option.kind == "choice":
-        return ["no-such-choice", ""]
-    return [str(folder / "user.txt"), "", str(folder / "missing" / "x"), str(folder / "a_folder"),
-            str(folder / "link"), "/proc/self"]
+        return [("no-such-choice", True), ("", True)]
+    return [(str(folder / "user.txt"), True), *([] if option.bare else [("", True)]), (str(folder / "link"), True),
+            (str(folder / "missing" / "x"), False), (str(folder / "a_folder"), False), ("/proc/self", False)]
 
 
 def prepare(folder: Path) -> None:
@@ -165,23 +169,23 @@ def tree(root: Path) -> dict[str, str]:
     return found
 
 
-def run_cases(command: str, cases: list[tuple[Option, str]], root: Path, dataset: Path) -> list[str]:
+def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: Path, dataset: Path) -> list[str]:
     """Each case in a fresh folder of its own through the command's zygote; the broken promises, one line each."""
     jobs = []
-    for n, (option, value) in enumerate(cases):
+    for n, (option, (value, must_refuse)) in enumerate(cases):
         folder = root / f"case{n}"
         folder.mkdir()
         prepare(folder)
         if command in ("dataset_report", "edit_dataset"):
             os.symlink(dataset, folder / "ds")  # read only: the tree below follows no link
         argv = command_line(option, value.replace("{folder}", str(folder)))
-        jobs.append((option, value, folder, argv, tree(folder)))
+        jobs.append((option, value, must_refuse, folder, argv, tree(folder)))
     zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, cwd=REPO,
                               env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
                                    "TQDM_DISABLE": "1"})
     broken = []
-    for option, value, folder, argv, before in jobs:
+    for option, value, must_refuse, folder, argv, before in jobs:
         out, err = folder.parent / f"{folder.name}.out", folder.parent / f"{folder.name}.err"
         zygote.stdin.write(json.dumps({"argv": argv, "cwd": str(folder), "out": str(out), "err": str(err)}) + "\n")
         zygote.stdin.flush()
@@ -199,7 +203,7 @@ def run_cases(command: str, cases: list[tuple[Option, str]], root: Path, dataset
                 broken.append(f"{where}: the error names neither the option nor the value: {errors[0]}")
             elif tree(folder) != before:
                 broken.append(f"{where}: refused, but the folder changed")
-        elif code == 0 and option.name in INERT:
+        elif code == 0 and (option.name in INERT or not must_refuse):
             pass
         else:
             broken.append(f"{where}: {errors[-1] if errors else 'accepted (no error line)'}")
