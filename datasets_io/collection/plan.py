@@ -126,6 +126,8 @@ def check_output(args: CollectionRequest) -> dict[str, Path]:
     output = Path(args.output)
     if not args.output:
         raise BadInput("--output is empty; give a directory path")
+    if (problem := staging.output_name_problem(output)) is not None:
+        raise BadInput(problem)
     if (link := symlink_in(output)) is not None:
         raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
                        f"through one: give the real path, or move the linked files into the dataset")

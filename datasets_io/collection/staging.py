@@ -35,6 +35,15 @@ class StagingError(Exception):
     """The output directory cannot be used as asked; the message says how to proceed."""
 
 
+def output_name_problem(output: Path) -> str | None:
+    """Why `output` cannot be a dataset folder of its own ('', '.', '..', '/': the swap renames DIR.partial to DIR
+    beside it), or None."""
+    if output.name in ("", ".."):
+        return (f"--output {str(output)!r} names no folder of its own (a dataset is built beside its folder and "
+                f"renamed into place); give a path such as data/my_dataset")
+    return None
+
+
 def partial_path(final: Path) -> Path:
     return final.with_name(final.name + ".partial")
 

@@ -115,6 +115,8 @@ def check_input(source: Input) -> None:
 
 def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
     """"new" or "overwrite": an existing output is replaced only with --overwrite and only when we wrote all of it."""
+    if (problem := staging.output_name_problem(output)) is not None:
+        raise BadInput(problem)
     if (link := symlink_in(output)) is not None:
         raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
                        f"through one: give the real path")

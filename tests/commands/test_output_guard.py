@@ -13,6 +13,7 @@ import pytest
 from conftest import collect_all_formats, one_error, run, tree
 
 import collect_dataset
+import edit_dataset
 from datasets_io.collection import staging
 
 SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "8"]
@@ -138,3 +139,19 @@ def test_train_and_edit_dataset_refuse_a_symlinked_output(collection: Path, tmp_
                        capsys)
     assert code == 2 and "symbolic link" in one_error(err)
     assert tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+@pytest.mark.parametrize("output", ["", ".", ".."])
+@pytest.mark.parametrize("command", ["collect", "edit"])
+def test_an_output_that_names_no_folder_of_its_own_is_one_line(collection: Path, tmp_path: Path, monkeypatch,
+                                                              capsys, output: str, command: str) -> None:
+    """'.' and '..' have no name to stage beside (edit_dataset.py crashed on them with a ValueError)."""
+    work = tmp_path / "work" / "here"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    before = tree(tmp_path)
+    main, argv = ((collect_dataset.main, [*SHORT, "--episodes", "1"]) if command == "collect"
+                  else (edit_dataset.main, ["select", str(collection / "zarr")]))
+    code, _, err = run(main, [*argv, "--output", output], capsys)
+    assert code == 2 and one_error(err).startswith("error: --output")
+    assert tree(tmp_path) == before
