@@ -11,7 +11,7 @@ from dataclasses import replace
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import EXIT_INTERRUPTED, BadInput
+from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
 from datasets_io.collection import staging
@@ -19,6 +19,7 @@ from datasets_io.collection.run import store_quality
 from datasets_io.editing.episodes import Recorded, worker_recorder
 from datasets_io.editing.plan import EditPlan
 from datasets_io.formats import FORMATS
+from datasets_io.formats.lerobot_common import EncoderStalled
 
 
 def _planned(plan: EditPlan) -> Iterator[tuple[int, Recorded]]:
@@ -68,11 +69,18 @@ def edit(plan: EditPlan) -> int:
                     card.write_card(root, title + (f"/{name}" if len(part_roots) > 1 else ""), name, plan.record,
                                     quality, [other for other in part_roots if other != name])
                     manifest.write(root)
-            stage.commit()
+            try:
+                stage.commit()
+            except staging.StagingError as err:  # --output appeared or changed meanwhile: the new one is kept
+                raise BadInput(str(err)) from None
     except parallel.Stopped as err:
         stage.discard()
         print(f"error: {err}; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except EncoderStalled as stall:  # twice in a row (one session in hundreds stalls: docs/experiments.md)
+        stage.discard()
+        print(f"error: {stall}; {unchanged}. Run the same command again", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except BaseException:
         stage.discard()
         raise

@@ -155,3 +155,23 @@ def test_an_output_that_names_no_folder_of_its_own_is_one_line(collection: Path,
     code, _, err = run(main, [*argv, "--output", output], capsys)
     assert code == 2 and one_error(err).startswith("error: --output")
     assert tree(tmp_path) == before
+
+
+def test_an_edit_whose_output_appears_meanwhile_keeps_both_in_one_line(collection: Path, tmp_path: Path,
+                                                                       monkeypatch, capsys) -> None:
+    """The swap's re-check refuses a folder made while the edit ran (it ended in a StagingError traceback)."""
+    from datasets_io import card
+
+    out = tmp_path / "out"
+    write_card = card.write_card
+
+    def and_the_user_writes(*args, **kwargs):  # the user's folder appears while the edit writes its cards
+        out.mkdir(exist_ok=True)
+        (out / "thesis.tex").write_text("the user's")
+        return write_card(*args, **kwargs)
+
+    monkeypatch.setattr(card, "write_card", and_the_user_writes)
+    code, _, err = run(edit_dataset.main, ["select", str(collection / "zarr"), "--output", str(out)], capsys)
+    assert code == 2 and "appeared" in one_error(err) and "out.partial" in one_error(err)
+    assert tree(out) == {"thesis.tex": tree(out)["thesis.tex"]}
+    assert (tmp_path / "out.partial" / "manifest.json").is_file()
