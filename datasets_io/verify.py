@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from common.cli import EXIT_SHORT, BadInput
-from datasets_io import card, formats, manifest
+from datasets_io import card, derived, formats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
@@ -118,7 +118,8 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
     follows the metadata to the frames but never checks it; the dataset card's counts are held to it too. Each
     problem starts with the file it is about; damaged files raise ValueError or OSError naming the file."""
     _require(root, fmt)
-    return FORMATS[fmt].check_metadata(root, collection) + card.card_problems(root, fmt)
+    return (FORMATS[fmt].check_metadata(root, collection) + card.card_problems(root, fmt)
+            + derived.problems(root, fmt, collection))
 
 
 def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
