@@ -356,9 +356,12 @@ class _VideoFrames:
 
 
 def _episode_rows(root: Path) -> Iterator[dict]:
-    """Every row of meta/episodes, in episode order, one file at a time."""
+    """Every row of meta/episodes but its statistics, in episode order, a batch at a time (the statistics are
+    most of a row: held for a whole run's file they grew with the dataset)."""
     for path in _files(root, "meta/episodes"):
-        yield from read_parquet(root, path).to_pylist()
+        names = [name for name in read_index(root, path.as_posix(), [])[0] if not name.startswith("stats/")]
+        for rows in RowStream(root, [path], names).batches:
+            yield from rows.to_pylist()
 
 
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
