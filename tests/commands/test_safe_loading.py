@@ -99,3 +99,14 @@ def test_no_command_runs_the_code_in_a_file_it_reads(tmp_path: Path, capsys, cas
     assert not marker.exists(), "the file's code ran"
     assert code == 2 and path.name in line, line
     assert tree(tmp_path) == before
+
+
+def test_a_judge_jobs_training_checkpoint_that_runs_code_is_never_loaded(tmp_path: Path) -> None:
+    """dataset_report.py --work-dir resumes a job from its training checkpoint: a tampered one starts the job
+    afresh (it is replaced by the job's own), its code never run."""
+    from imitation.training import CHECKPOINT_FORMAT, LearnerConfig, _resume
+
+    marker = tmp_path / "marker"
+    path = malicious(tmp_path / "work" / "job.partial" / "training.pt", CHECKPOINT_FORMAT, marker)
+    assert _resume(path, LearnerConfig(), 100) is None
+    assert not marker.exists()
