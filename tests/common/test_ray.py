@@ -158,9 +158,10 @@ def test_a_task_that_raises_is_named_after_the_complete_results(backend: paralle
 
 
 @pytest.mark.parametrize("script", ["collect_dataset.py", "dataset_report.py"])
-def test_without_ray_the_flag_says_how_to_install_it(script: str, tmp_path: Path) -> None:
+def test_without_ray_the_flag_says_how_to_install_it(script: str, tmp_path: Path, request) -> None:
+    # a dataset to judge: dataset_report.py checks its inputs before it looks for Ray
     argv = ["--policy", "random", "--episodes", "1", "--output", str(tmp_path / "ds")] \
-        if script == "collect_dataset.py" else [str(tmp_path)]
+        if script == "collect_dataset.py" else [str(request.getfixturevalue("judge_data"))]
     hide_ray = (f"import sys, runpy; sys.modules['ray'] = None; sys.argv = {[script, *argv, '--ray']!r}; "
                 f"runpy.run_path({script!r}, run_name='__main__')")
     result = subprocess.run([sys.executable, "-c", hide_ray], cwd=REPO, capture_output=True, text=True, timeout=120,
