@@ -99,10 +99,10 @@ def quality_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
 
 def _data_table(root: Path) -> pa.Table:
     """Every data file's rows (per-frame features, the image left out), in order."""
-    tables = [pq.read_table(path) for path in sorted((root / "data").rglob("*.parquet"))]
-    tables = [table.drop_columns([name for name in table.column_names if name == lerobot_common.IMAGE_KEY])
-              for table in tables]
-    return pa.concat_tables(tables)
+    paths = sorted((root / "data").rglob("*.parquet"))
+    return pa.concat_tables([pq.read_table(path, columns=[name for name in pq.read_schema(path).names
+                                                          if name != lerobot_common.IMAGE_KEY],
+                                           use_threads=False, **lerobot_common.LEAN_READ) for path in paths])
 
 
 def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, list[dict]]:
