@@ -19,6 +19,7 @@ from PIL import Image
 
 import collect_dataset
 import dataset_report
+from datasets_io.collection.run import store_quality
 from imitation.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs, written_here
 
 SECTIONS = ["header", "coverage", "trajectories", "distributions", "flags"]
@@ -148,6 +149,7 @@ def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp
     group = zarr.open_group(str(copy), mode="a")
     start, seed = int(group["meta"]["episode_ends"][1]), int(group["meta"]["episode_seed"][2])
     group["data"]["action"][start + 3] = group["data"]["action"][start + 3] + 60.0  # episode 2's fourth target
+    store_quality(copy, ("zarr",))  # re-derived, as a careless tool would: the metadata agrees, only replay tells
     result, text = report(tmp_path, capsys, str(copy), "--reference", str(human), "--verify")
     checked, reference = (entry["verify"] for entry in result["datasets"])
     assert reference is None and checked["episodes"] == 4
