@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +29,13 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch  # here, after the environment above is set
 
     torch.set_num_threads(1)
+
+
+def interruptible() -> None:
+    """A child's Ctrl-C as a user's shell gives it: SIGINT unblocked and at its default, whatever state this test
+    process has reached (a Ctrl-C test's child ignored SIGINT only when the whole suite ran before it)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_script(script: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:

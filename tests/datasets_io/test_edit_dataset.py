@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import ALL_FORMATS, REPO, collect_all_formats, one_error, run, run_script, tree
+from conftest import ALL_FORMATS, REPO, collect_all_formats, interruptible, one_error, run, run_script, tree
 
 import collect_dataset
 import edit_dataset
@@ -231,7 +231,8 @@ def test_ctrl_c_is_exit_130_and_leaves_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, str(REPO / "edit_dataset.py"), "convert", str(source), "--output",
                              str(out), "--format", "rlds", "--image-size", "512"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while not any(staging.partial_path(out).glob(".new-shard-*")) and time.monotonic() < deadline:
         time.sleep(0.05)

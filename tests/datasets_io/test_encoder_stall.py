@@ -16,7 +16,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from conftest import REPO, one_error, tree
+from conftest import REPO, interruptible, one_error, tree
 from stalling_av import stalling_open
 
 import collect_dataset
@@ -77,7 +77,7 @@ def test_ctrl_c_ends_a_stalled_collection(tmp_path: Path) -> None:
               f"sys.exit(collect_dataset.main({[*COLLECT, '--output', str(root)]!r}))\n")
     with open(log, "w") as stderr:
         proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 120
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:

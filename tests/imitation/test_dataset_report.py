@@ -327,7 +327,8 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
 
 
 TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
-        "image": {"width": 32, "blocks": 1, "cond_dim": 16}, "unet": {"down_dims": (8, 16), "groups": 4, "cond_dim": 16}}
+        "image": {"width": 32, "blocks": 1, "cond_dim": 16},
+        "unet": {"down_dims": (8, 16), "groups": 4, "cond_dim": 16}}
 
 
 @pytest.mark.parametrize("name", list(LEARNERS))
@@ -356,7 +357,7 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
     import sys
     import time
 
-    from conftest import REPO
+    from conftest import REPO, interruptible
 
     from common.files import load_file
     from imitation.training import CHECKPOINT_EVERY
@@ -370,7 +371,8 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
 
     def start(name: str) -> subprocess.Popen:
         return subprocess.Popen(command(name), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"},
+                                preexec_fn=interruptible)
 
     uninterrupted = start("whole")  # beside the interrupted one: one thread each
     interrupted = start("cut")
