@@ -18,8 +18,10 @@ float32 storage of the inputs moves a statistic by far less; an edit by hand mov
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ import zarr
 
 from datasets_io import formats, lerobot_stats
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord
-from datasets_io.readers import DatasetFormatError, read_demonstrations
+from datasets_io.readers import Demonstration, open_demonstrations
 from datasets_io.statistics import motion_statistics
 
 TOLERANCE = 1e-6
@@ -38,18 +40,35 @@ QUALITY = {"lerobot": lerobot_v30.QUALITY_PATH, "lerobot-v2.1": lerobot_v21.QUAL
 
 def problems(root: Path, fmt: str, collection: dict) -> list[str]:
     """Every derived file of the `fmt` dataset at `root` that differs from what its data gives, one line each,
-    starting with the file."""
+    starting with the file. The episodes are read once, one at a time."""
     try:
-        demonstrations = read_demonstrations(root)[2]
-    except DatasetFormatError:
+        quality, facts = _read_once(root)
+    except ValueError:
         return []  # data that does not read: the format's own check names the damage
-    found = _first(quality_problems(root, fmt, demonstrations))
+    found = _first(quality_problems(root, fmt, quality))
     if fmt.startswith("lerobot"):
         found += _first(stats_problems(root, fmt))
     if fmt == "rlds":
         found += rlds_flag_problems(root)
-    found += seed_problems(root, fmt, collection, demonstrations)
-    return found + sibling_problems(root, fmt, demonstrations)
+    found += seed_problems(fmt, collection, [seed for seed, *_ in facts])
+    return found + sibling_problems(root, fmt, facts)
+
+
+def _facts(ep: Demonstration) -> tuple:
+    """What every format of one collection holds alike of an episode (its actions as a digest)."""
+    return ep.seed, ep.length, ep.success, hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest()
+
+
+def _read_once(root: Path) -> tuple[dict, list[tuple]]:
+    """One pass over the episodes: their motion statistics and each one's `_facts`."""
+    facts = []
+
+    def noted() -> Iterator[Demonstration]:
+        for ep in open_demonstrations(root)[2]:
+            facts.append(_facts(ep))
+            yield ep
+
+    return motion_statistics(noted()), facts
 
 
 def _first(lines: list[str]) -> list[str]:
@@ -91,58 +110,81 @@ def _stored_quality(root: Path, fmt: str) -> object:
     return json.loads((root / QUALITY[fmt]).read_text())
 
 
-def quality_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
+def quality_problems(root: Path, fmt: str, quality: dict) -> list[str]:
     path = "quality attribute" if fmt == "zarr" else QUALITY[fmt]
-    expected = json.loads(json.dumps(motion_statistics(demonstrations)))
-    return differences(path, _stored_quality(root, fmt), expected)
+    return differences(path, _stored_quality(root, fmt), json.loads(json.dumps(quality)))
 
 
-def _data_table(root: Path) -> pa.Table:
-    """Every data file's rows (per-frame features, the image left out), in order."""
-    paths = sorted((root / "data").rglob("*.parquet"))
-    return pa.concat_tables([pq.read_table(path, columns=[name for name in pq.read_schema(path).names
-                                                          if name != lerobot_common.IMAGE_KEY],
-                                           use_threads=False, **lerobot_common.LEAN_READ) for path in paths])
+def _episode_rows(root: Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """(episode_index, its per-frame columns but the image) of each episode in the data files, in order: a batch of
+    rows and one episode in memory."""
+    files = sorted(path.relative_to(root) for path in (root / "data").rglob("*.parquet"))
+    if not files:
+        return
+    columns = [name for name in pq.read_schema(root / files[0]).names if name != lerobot_common.IMAGE_KEY]
+    current, pieces = -1, []
+    for batch in lerobot_common.RowStream(root, files, columns).batches:
+        table = pa.Table.from_batches([batch])
+        values = {name: lerobot_common.column_numpy(table.column(name)) for name in columns}
+        episode_of = values["episode_index"]
+        cuts = [0, *(np.flatnonzero(np.diff(episode_of)) + 1), len(episode_of)]
+        for start, end in itertools.pairwise(cuts):
+            if pieces and int(episode_of[start]) != current:
+                yield current, {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
+                pieces = []
+            current = int(episode_of[start])
+            pieces.append({name: value[start:end] for name, value in values.items()})
+    if pieces:
+        yield current, {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
 
 
-def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, list[dict]]:
-    """(the file, each episode's stored statistics by feature) in episode order."""
+def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, Iterator[dict]]:
+    """(the file, each episode's stored statistics by feature, one at a time) in episode order."""
     if fmt == "lerobot-v2.1":
-        lines = (root / lerobot_v21.EPISODES_STATS_PATH).read_text().splitlines()
-        return lerobot_v21.EPISODES_STATS_PATH, [json.loads(line)["stats"] for line in lines if line.strip()]
-    rows = [row for path in sorted((root / "meta" / "episodes").rglob("*.parquet"))
-            for row in pq.read_table(path).to_pylist()]
-    stats = []
-    for row in rows:
-        episode: dict[str, dict] = {}
-        for column, value in row.items():
-            if column.startswith("stats/"):
-                feature, name = column[len("stats/"):].rsplit("/", 1)
-                episode.setdefault(feature, {})[name] = value
-        stats.append(episode)
-    return "meta/episodes", stats
+        def lines() -> Iterator[dict]:
+            with open(root / lerobot_v21.EPISODES_STATS_PATH) as stream:
+                yield from (json.loads(line)["stats"] for line in stream if line.strip())
+
+        return lerobot_v21.EPISODES_STATS_PATH, lines()
+
+    def rows() -> Iterator[dict]:
+        for path in sorted((root / "meta" / "episodes").rglob("*.parquet")):
+            handle = pq.ParquetFile(path)
+            names = [name for name in handle.schema_arrow.names if name.startswith("stats/")]
+            for batch in handle.iter_batches(batch_size=64, columns=names, use_threads=False):
+                for row in batch.to_pylist():
+                    episode: dict[str, dict] = {}
+                    for column, value in row.items():
+                        feature, name = column[len("stats/"):].rsplit("/", 1)
+                        episode.setdefault(feature, {})[name] = value
+                    yield episode
+
+    return "meta/episodes", rows()
 
 
 def stats_problems(root: Path, fmt: str) -> list[str]:
-    """Per-episode statistics against the data files, and meta/stats.json against their aggregate."""
-    table = _data_table(root)
-    episode_of = lerobot_common.column_numpy(table.column("episode_index"))
+    """Per-episode statistics against the data files, and meta/stats.json against their aggregate; one episode at
+    a time."""
     path, stored = _stored_episode_stats(root, fmt)
-    found = []
-    if len(stored) != len(np.unique(episode_of)):
-        return [f"{path}: holds the statistics of {len(stored)} episodes, the data files hold "
-                f"{len(np.unique(episode_of))}"]
-    for index, episode in enumerate(stored):
-        rows = episode_of == index
-        for feature in table.column_names:
-            recomputed = lerobot_stats.vector_stats(lerobot_common.column_numpy(table.column(feature))[rows])
+    merged = lerobot_stats.Aggregate()
+    found: list[str] = []
+    held = read = 0
+    for episode, data in itertools.zip_longest(stored, _episode_rows(root)):
+        held += episode is not None
+        read += data is not None
+        if episode is None or data is None:
+            continue
+        merged.add(lerobot_stats.from_json(episode))
+        for feature, values in data[1].items():
+            recomputed = lerobot_stats.vector_stats(values)
             want = {name: recomputed[name] for name in episode.get(feature, recomputed)}
             found += differences(path, episode.get(feature), lerobot_stats.to_json({feature: want})[feature],
-                                 f"episode {index}/{feature}")[:1]
-    aggregated = lerobot_stats.to_json(lerobot_stats.aggregate([lerobot_stats.from_json(e) for e in stored]))
+                                 f"episode {read - 1}/{feature}")[:1]
+    if held != read:
+        return [f"{path}: holds the statistics of {held} episodes, the data files hold {read}"]
     stats = json.loads((root / lerobot_v30.STATS_PATH).read_text())
     return found + differences(lerobot_v30.STATS_PATH, stats, {feature: {name: value[name] for name in stats.get(
-        feature, value)} for feature, value in aggregated.items()})
+        feature, value)} for feature, value in lerobot_stats.to_json(merged.result()).items()})
 
 
 def rlds_flag_problems(root: Path) -> list[str]:
@@ -168,26 +210,25 @@ def _record_path(fmt: str) -> str:
     return {"zarr": "collection attribute", "rlds": "collection.json"}.get(fmt, "meta/collection.json")
 
 
-def seed_problems(root: Path, fmt: str, collection: dict, demonstrations: list) -> list[str]:
+def seed_problems(fmt: str, collection: dict, seeds: list[int | None]) -> list[str]:
     """Each episode's seed inside one of the record's runs (a collection draws seeds start_seed, start_seed+1...)."""
     runs = [run for run in collection.get("runs", []) if "start_seed" in run and "next_seed" in run]
     if not runs:
         return []
-    outside = [ep.seed for ep in demonstrations if ep.seed is not None and ep.seed >= 0  # below: no seed recorded
-               and not any(run["start_seed"] <= ep.seed < run["next_seed"] for run in runs)]
+    outside = [seed for seed in seeds if seed is not None and seed >= 0  # below: no seed recorded
+               and not any(run["start_seed"] <= seed < run["next_seed"] for run in runs)]
     return [f"{_record_path(fmt)}: episode seed {outside[0]} lies in none of its runs' seed ranges"] if outside else []
 
 
-def _episodes(root: Path, fmt: str, demonstrations: list | None = None) -> list[tuple]:
-    """What every format of one collection holds alike, episode by episode (the actions as a digest)."""
-    if demonstrations is None:
-        demonstrations = read_demonstrations(root)[2]
-    coverage = [facts["max_coverage"] for facts, _ in formats.FORMATS[fmt].iter_episodes(root, False)]
-    return [(ep.seed, ep.length, ep.success, hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest(),
-             np.float32(cover)) for ep, cover in zip(demonstrations, coverage, strict=True)]
+def _episodes(root: Path, fmt: str, facts: list[tuple] | None = None) -> list[tuple]:
+    """Each episode's `_facts` and max_coverage: what every format of one collection holds alike."""
+    if facts is None:
+        facts = [_facts(ep) for ep in open_demonstrations(root)[2]]
+    coverage = [row["max_coverage"] for row, _ in formats.FORMATS[fmt].iter_episodes(root, False)]
+    return [(*fact, np.float32(cover)) for fact, cover in zip(facts, coverage, strict=True)]
 
 
-def sibling_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
+def sibling_problems(root: Path, fmt: str, facts: list[tuple]) -> list[str]:
     """In a folder of several formats, this format against the others: the same record, the same episodes. A format
     is named when it disagrees with more than half of the others, so that one edited format is the one named (of
     two that disagree, both are)."""
@@ -196,7 +237,7 @@ def sibling_problems(root: Path, fmt: str, demonstrations: list) -> list[str]:
         return []
     others = {name: path for name, path in siblings.items() if name != fmt}
     try:
-        record, ours = formats.FORMATS[fmt].read_collection(root), _episodes(root, fmt, demonstrations)
+        record, ours = formats.FORMATS[fmt].read_collection(root), _episodes(root, fmt, facts)
         theirs = {name: (formats.FORMATS[name].read_collection(path), _episodes(path, name))
                   for name, path in others.items()}
     except (OSError, KeyError, ValueError):

@@ -51,24 +51,55 @@ def image_stats(images: np.ndarray) -> Stats:
     return out
 
 
+class Aggregate:
+    """Per-episode (or per-dataset) statistics merged one at a time, feature by feature, in memory that does not
+    grow with the episodes: a writer adds each episode as it is written, --verify each stored one as it is read.
+    Means and quantiles are count-weighted, the variance pooled by Chan's update (stable where the features' means
+    are far from zero); a quantile is kept only while every part has it (LeRobot v2.1's statistics have none)."""
+
+    def __init__(self) -> None:
+        self._merged: dict[str, Stats] = {}
+
+    def add(self, stats: dict[str, Stats]) -> None:
+        for key, part in stats.items():
+            count = float(part["count"][0])
+            mean = np.asarray(part["mean"], np.float64)
+            spread = count * np.asarray(part["std"], np.float64) ** 2  # the sum of squared deviations
+            quantiles = {name: count * np.asarray(part[name], np.float64) for name in QUANTILES if name in part}
+            merged = self._merged.get(key)
+            if merged is None:
+                self._merged[key] = {"min": np.asarray(part["min"]), "max": np.asarray(part["max"]), "mean": mean,
+                                     "spread": spread, "count": np.array([count]), **quantiles}
+                continue
+            total = merged["count"][0] + count
+            delta = mean - merged["mean"]
+            merged["spread"] = merged["spread"] + spread + delta**2 * merged["count"][0] * count / total
+            merged["mean"] = merged["mean"] + delta * (count / total)
+            merged["count"] = np.array([total])
+            merged["min"] = np.minimum(merged["min"], part["min"])
+            merged["max"] = np.maximum(merged["max"], part["max"])
+            for name in [name for name in QUANTILES if name in merged]:
+                if name in quantiles:
+                    merged[name] = merged[name] + quantiles[name]
+                else:
+                    del merged[name]
+
+    def result(self) -> dict[str, Stats]:
+        out = {}
+        for key, merged in self._merged.items():
+            count = merged["count"][0]
+            out[key] = {"min": merged["min"], "max": merged["max"], "mean": merged["mean"],
+                        "std": np.sqrt(merged["spread"] / count), "count": np.array([int(count)]),
+                        **{name: merged[name] / count for name in QUANTILES if name in merged}}
+        return out
+
+
 def aggregate(stats_list: list[dict[str, Stats]]) -> dict[str, Stats]:
     """Merge per-episode (or per-dataset) statistics feature by feature."""
-    merged: dict[str, Stats] = {}
-    for key in dict.fromkeys(k for stats in stats_list for k in stats):
-        parts = [stats[key] for stats in stats_list if key in stats]
-        counts = np.array([p["count"][0] for p in parts], dtype=np.float64)
-        weights = (counts / counts.sum()).reshape(-1, *([1] * np.ndim(parts[0]["mean"])))
-        means = np.stack([p["mean"] for p in parts])
-        mean = (weights * means).sum(axis=0)
-        variance = (weights * (np.stack([p["std"] for p in parts]) ** 2 + (means - mean) ** 2)).sum(axis=0)
-        merged[key] = {"min": np.min(np.stack([p["min"] for p in parts]), axis=0),
-                       "max": np.max(np.stack([p["max"] for p in parts]), axis=0),
-                       "mean": mean, "std": np.sqrt(variance),
-                       "count": np.array([int(counts.sum())])}
-        for name in QUANTILES:
-            if all(name in p for p in parts):  # LeRobot v2.1's statistics have no quantiles
-                merged[key][name] = (weights * np.stack([p[name] for p in parts])).sum(axis=0)
-    return merged
+    merged = Aggregate()
+    for stats in stats_list:
+        merged.add(stats)
+    return merged.result()
 
 
 def to_json(stats: dict[str, Stats]) -> dict:

@@ -6,7 +6,7 @@ Frame t is the state before action t. Differences of actions are taken within an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -41,30 +41,40 @@ def episode_motion(ep: Demonstration) -> dict[str, np.ndarray]:
 
 def start_cells(episodes: Sequence[Demonstration]) -> np.ndarray:
     """The (position x, position y, angle) cell of each episode's start, as flat indices."""
+    return pose_cells(np.stack([ep.start_pose for ep in episodes]))
+
+
+def pose_cells(poses: np.ndarray) -> np.ndarray:
+    """(N, 3) block poses x, y, θ → their start-distribution cells, as flat indices."""
     low, high = START_POSITION_RANGE
-    poses = np.stack([ep.start_pose for ep in episodes])
     xy = np.clip(((poses[:, :2] - low) / (high - low) * START_POSITION_BINS).astype(int), 0, START_POSITION_BINS - 1)
     wrapped = (poses[:, 2] + np.pi) % (2 * np.pi)
     angle = np.clip((wrapped / (2 * np.pi) * START_ANGLE_BINS).astype(int), 0, START_ANGLE_BINS - 1)
     return (xy[:, 0] * START_POSITION_BINS + xy[:, 1]) * START_ANGLE_BINS + angle
 
 
-def motion_statistics(episodes: Sequence[Demonstration]) -> dict:
-    """The dataset's motion report: overall figures, their per-episode distribution, and per-episode rows."""
-    if not episodes:
+def motion_statistics(episodes: Iterable[Demonstration]) -> dict:
+    """The dataset's motion report: overall figures, their per-episode distribution, and per-episode rows. The
+    episodes are read once and not kept: what stays is each frame's five magnitudes (the pooled medians need them
+    all) and each episode's row."""
+    per_episode, facts, poses = [], [], []
+    for ep in episodes:
+        per_episode.append(episode_motion(ep))
+        facts.append((ep.length, ep.seed, ep.success))
+        poses.append(ep.start_pose)
+    if not per_episode:
         raise ValueError("no episodes to measure")
-    per_episode = [episode_motion(ep) for ep in episodes]
     pooled = {key: np.concatenate([m[key] for m in per_episode]) for key in per_episode[0]}
-    lengths = np.array([ep.length for ep in episodes], dtype=float)
-    recorded = [ep.success for ep in episodes if ep.success is not None]
+    lengths = np.array([length for length, _, _ in facts], dtype=float)
+    recorded = [success for _, _, success in facts if success is not None]
     cells_total = START_POSITION_BINS ** 2 * START_ANGLE_BINS
-    visited = len(np.unique(start_cells(episodes)))
+    visited = len(np.unique(pose_cells(np.stack(poses))))
 
     def episode_means(key: str) -> np.ndarray:
         return np.array([m[key].mean() for m in per_episode if m[key].size])
 
     return {
-        "episodes": len(episodes),
+        "episodes": len(facts),
         "frames": int(lengths.sum()),
         "mean_length": float(lengths.mean()),
         "length": summary(lengths),
@@ -77,18 +87,18 @@ def motion_statistics(episodes: Sequence[Demonstration]) -> dict:
         "mean_agent_speed_px": float(pooled["agent_speed"].mean()) if pooled["agent_speed"].size else None,
         "agent_speed_px": summary(pooled["agent_speed"]),
         "edge_fraction": float(pooled["edge"].mean()),
-        "success_fraction": float(np.mean(recorded)) if len(recorded) == len(episodes) else None,
+        "success_fraction": float(np.mean(recorded)) if len(recorded) == len(facts) else None,
         "start_cells_visited": visited,
         "start_cells_total": cells_total,
         "start_coverage": visited / cells_total,
         "per_episode_summary": {"mean_lead_px": summary(episode_means("lead")),
                                 "mean_step_px": summary(episode_means("step"))},
-        "per_episode": [{"length": ep.length, "seed": ep.seed, "success": ep.success,
+        "per_episode": [{"length": length, "seed": seed, "success": success,
                          "mean_lead_px": float(m["lead"].mean()),
                          "mean_step_px": float(m["step"].mean()) if m["step"].size else None,
                          "mean_jerk_px": float(m["jerk"].mean()) if m["jerk"].size else None,
                          "edge_fraction": float(m["edge"].mean())}
-                        for ep, m in zip(episodes, per_episode, strict=True)],
+                        for (length, seed, success), m in zip(facts, per_episode, strict=True)],
     }
 
 

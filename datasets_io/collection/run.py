@@ -21,7 +21,7 @@ from datasets_io.collection.collector import rollouts
 from datasets_io.collection.plan import Plan
 from datasets_io.formats import FORMATS, Writer
 from datasets_io.formats.lerobot_common import EncoderStalled
-from datasets_io.readers import read_demonstrations
+from datasets_io.readers import open_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from env.pusht_wrapper import PUSHT_ENV_ID
 
@@ -70,7 +70,7 @@ def make_writers(path: Path, plan: Plan) -> list[Writer]:
 def store_quality(path: Path, names: tuple[str, ...]) -> dict:
     """Measure the written dataset (all its episodes, a resumed one's included) and store the figures with it."""
     roots = formats.layout(path, names)
-    quality = motion_statistics(read_demonstrations(next(iter(roots.values())))[2])  # every format: one rollout
+    quality = motion_statistics(open_demonstrations(next(iter(roots.values())))[2])  # every format: one rollout
     for name, root in roots.items():
         FORMATS[name].write_quality(root, quality)
     return quality

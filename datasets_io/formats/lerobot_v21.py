@@ -114,7 +114,11 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    atomic_write_bytes(path, "".join(json.dumps(row) + "\n" for row in rows).encode())
+    _write_lines(path, [json.dumps(row) for row in rows])
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode())
 
 
 def _stats_json(stats: dict[str, lerobot_stats.Stats]) -> dict:
@@ -131,11 +135,15 @@ class Writer:
         if (root / INFO_PATH).exists():  # resuming
             self.info = shared.read_json(root, INFO_PATH)
             self.episodes = _jsonl(root / EPISODES_PATH)
-            self.episodes_stats = _jsonl(root / EPISODES_STATS_PATH)
-            self.stats = [lerobot_stats.from_json(item["stats"]) for item in self.episodes_stats]
+            stored = _jsonl(root / EPISODES_STATS_PATH)
         else:
             self.info = new_info(image_size, use_video, perturbed)
-            self.episodes, self.episodes_stats, self.stats = [], [], []
+            self.episodes, stored = [], []
+        self.stats = lerobot_stats.Aggregate()  # the dataset's, episodes added as they are written
+        for item in stored:
+            self.stats.add(lerobot_stats.from_json(item["stats"]))
+        # meta/episodes_stats.jsonl's lines, held as text: the statistics as lists of floats weigh ~30x more
+        self.episodes_stats = [json.dumps(item) for item in stored]
 
     def add(self, ep: EpisodeData) -> None:
         index = len(self.episodes)
@@ -161,11 +169,11 @@ class Writer:
                                  "a fresh encoder takes it again")
         stats = {shared.IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
-        self.stats.append(stats)
+        self.stats.add(stats)
         self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
                               "success": ep.success, "max_coverage": ep.max_coverage,
                               **({"source": ep.source} if ep.source is not None else {})})
-        self.episodes_stats.append({"episode_index": index, "stats": _stats_json(stats)})
+        self.episodes_stats.append(json.dumps({"episode_index": index, "stats": _stats_json(stats)}))
 
     def close(self, collection: dict) -> None:
         if not self.episodes:
@@ -175,9 +183,9 @@ class Writer:
         if self.use_video and "info" not in info["features"][shared.IMAGE_KEY]:
             info["features"][shared.IMAGE_KEY]["info"] = shared.video_info(self.root / video_path(0))
         _write_jsonl(self.root / EPISODES_PATH, self.episodes)
-        _write_jsonl(self.root / EPISODES_STATS_PATH, self.episodes_stats)
+        _write_lines(self.root / EPISODES_STATS_PATH, self.episodes_stats)
         _write_jsonl(self.root / TASKS_PATH, list(TASK_LINES))
-        shared.write_json(self.root / STATS_PATH, _stats_json(lerobot_stats.aggregate(self.stats)))
+        shared.write_json(self.root / STATS_PATH, _stats_json(self.stats.result()))
         shared.write_json(self.root / MODALITY_PATH, modality())
         shared.write_json(self.root / COLLECTION_PATH, collection)
         shared.write_json(self.root / INFO_PATH, info)

@@ -97,6 +97,7 @@ EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.par
 
 
 STATS_PATH = "meta/stats.json"
+ROWS_HELD = 64  # meta/episodes rows a writer holds as Python objects before making them columnar
 
 
 TASKS_PATH = "meta/tasks.parquet"
@@ -187,8 +188,12 @@ class LeRobotWriter:
         self.root = root
         self.use_video = use_video
         self.image_size = image_size
-        self.rows: list[dict] = []
-        self.episode_stats: list[dict[str, lerobot_stats.Stats]] = []
+        # this session's meta/episodes rows: the newest as Python objects, older ones columnar (a row's statistics as
+        # lists of floats weigh ~20 KB; as Arrow columns ~3)
+        self._rows: list[dict] = []
+        self._tables: list[pa.Table] = []
+        self.episodes = self.frames = 0
+        self.stats = lerobot_stats.Aggregate()  # the dataset's, episodes added as they are written
         self._data: pq.ParquetWriter | None = None
         self._data_bytes = 0
         self._video: VideoFile | None = None
@@ -197,7 +202,7 @@ class LeRobotWriter:
         self._in_video: list[tuple[int, np.ndarray]] = []
         if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
             self.info = read_json(root, INFO_PATH)
-            self.stats = [lerobot_stats.from_json(read_json(root, STATS_PATH))]
+            self.stats.add(lerobot_stats.from_json(read_json(root, STATS_PATH)))
             episodes = read_episodes(root)
             last = episodes.slice(episodes.num_rows - 1).to_pylist()[0]
             self.data_index = _FileIndex(last["data/chunk_index"], last["data/file_index"]).advanced()
@@ -206,12 +211,11 @@ class LeRobotWriter:
                                            last[f"videos/{IMAGE_KEY}/file_index"]).advanced() if use_video else None)
         else:
             self.info = new_info(image_size, use_video, perturbed)
-            self.stats = []
             self.data_index, self.meta_index, self.video_index = _FileIndex(), _FileIndex(), _FileIndex()
 
     def add(self, ep: EpisodeData) -> None:
-        episode_index = self.info["total_episodes"] + len(self.rows)
-        first = self.info["total_frames"] + sum(row["length"] for row in self.rows)
+        episode_index = self.info["total_episodes"] + self.episodes
+        first = self.info["total_frames"] + self.frames
         columns = frame_columns(ep, episode_index, first)
         arrays = {key: fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
         if not self.use_video:
@@ -229,8 +233,13 @@ class LeRobotWriter:
                     "meta/episodes/file_index": self.meta_index.file,
                     "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage,
                     **({"source": ep.source} if ep.source is not None else {})})
-        self.rows.append(row)
-        self.episode_stats.append(stats)
+        self._rows.append(row)
+        self.episodes += 1
+        self.frames += ep.length
+        if len(self._rows) == ROWS_HELD:
+            self._tables.append(pa.Table.from_pylist(self._rows))
+            self._rows = []
+        self.stats.add(stats)
 
     def _write_data(self, table: pa.Table) -> dict:
         if self._data is not None and self._data_bytes + table.nbytes > DATA_FILE_MB * 2**20:
@@ -293,22 +302,22 @@ class LeRobotWriter:
             self._data.close()
         if self._video is not None:
             self._close_video()
-        if not self.rows:
+        if not self.episodes:
             return
         path = self.root / self.meta_index.path(EPISODES_PATH)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(self.rows), path, compression="snappy")
+        tables = [*self._tables, *([pa.Table.from_pylist(self._rows)] if self._rows else [])]
+        pq.write_table(pa.concat_tables(tables, promote_options="default").combine_chunks(), path, compression="snappy")
         if not (self.root / TASKS_PATH).exists():
             pq.write_table(_tasks_table(), self.root / TASKS_PATH)
         info = self.info
-        info["total_episodes"] += len(self.rows)
-        info["total_frames"] += sum(row["length"] for row in self.rows)
+        info["total_episodes"] += self.episodes
+        info["total_frames"] += self.frames
         info["total_tasks"] = 1
         info["splits"] = train_split(info["total_episodes"])
         if self.use_video and "info" not in info["features"][IMAGE_KEY]:
             info["features"][IMAGE_KEY]["info"] = video_info(self.root / FIRST_VIDEO)
-        stats = lerobot_stats.aggregate(self.stats + self.episode_stats)
-        write_json(self.root / STATS_PATH, lerobot_stats.to_json(stats))
+        write_json(self.root / STATS_PATH, lerobot_stats.to_json(self.stats.result()))
         write_json(self.root / COLLECTION_PATH, collection)
         write_json(self.root / INFO_PATH, info)
 

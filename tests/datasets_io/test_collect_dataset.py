@@ -146,12 +146,20 @@ def test_dp_keypoints_lie_on_the_block() -> None:
 
 
 def test_stats_aggregate_like_one_pass() -> None:
-    values = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
-    merged = lerobot_stats.aggregate([{"x": lerobot_stats.vector_stats(values[:20])},
-                                      {"x": lerobot_stats.vector_stats(values[20:])}])["x"]
+    """Merged one episode at a time, the statistics are those of all the frames at once, also for a feature whose
+    mean is far from zero (a naive sum of squares loses the spread there); a part without quantiles (LeRobot
+    v2.1's) drops them from the result."""
+    rng = np.random.default_rng(0)
+    values = (rng.normal(size=(5000, 3)) * [1.0, 1e-3, 50.0] + [0.0, 1e6, 256.0]).astype(np.float64)
+    cuts = np.sort(rng.choice(np.arange(1, 5000), size=199, replace=False))
+    parts = [{"x": lerobot_stats.vector_stats(part)} for part in np.split(values, cuts)]
+    merged = lerobot_stats.aggregate(parts)["x"]
     whole = lerobot_stats.vector_stats(values)
     for name in ("min", "max", "mean", "std", "count"):
-        np.testing.assert_allclose(merged[name], whole[name], rtol=1e-6)
+        np.testing.assert_allclose(merged[name], whole[name], rtol=1e-7)
+    assert set(lerobot_stats.QUANTILES) <= set(merged)
+    parts[3]["x"] = {name: value for name, value in parts[3]["x"].items() if name not in lerobot_stats.QUANTILES}
+    assert not set(lerobot_stats.QUANTILES) & set(lerobot_stats.aggregate(parts)["x"])
 
 
 def test_verify_passes_fresh_and_catches_a_tampered_action(tmp_path: Path, capsys) -> None:
