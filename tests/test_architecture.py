@@ -1,6 +1,7 @@
 """The layout's rules, read from the source: each package imports only the floors below it, sac/ imports nothing of
 the project (nor anything but torch, numpy and the standard library), and no module imports itself in a circle,
-counting the package __init__ files an import runs."""
+counting the package __init__ files an import runs; and no file is written or removed outside the output guard
+(common/files.py) and the places the guard hands a checked folder to."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ FLOORS: dict[str, set[str]] = {
     "datasets_io": {"common", "env", "protocol"},
     "imitation": {"common", "env", "protocol", "datasets_io"},
 }
-COMMANDS = {"train", "evaluate", "collect_dataset", "dataset_report"}
+COMMANDS = {"train", "evaluate", "collect_dataset", "dataset_report", "edit_dataset"}
 
 
 @cache
@@ -96,3 +97,72 @@ def test_no_module_imports_itself_in_a_circle() -> None:
     for name in sorted(modules):
         if name not in state:
             assert cycle_from(name, []) is None
+
+
+# Where a raw write, removal or rename may stand, and why. Everything else writes through common/files.py, the
+# output guard (checked before any work, a temp file renamed into place, the symlink rule, nothing of the user's
+# overwritten), so a new output written with a bare open(..., "w") or Path.write_text fails here the day it is added.
+RAW_WRITES: dict[str, set[str]] = {
+    "common/files.py": {"mkdir", "os.open", "os.replace", "rmdir", "unlink"},  # the guard itself
+    "common/locks.py": {"os.open", "unlink"},  # its own lock file
+    # a dataset is built in DIR.partial, checked before and swapped in whole; the writers write only inside it
+    "datasets_io/collection/staging.py": {"mkdir", "os.link", "os.open", "os.rename", "rmdir", "shutil.copy2",
+                                          "shutil.rmtree", "touch", "unlink"},
+    "datasets_io/formats/lerobot_common.py": {"mkdir", "av.open"},
+    "datasets_io/formats/lerobot_v21.py": {"mkdir", "unlink", "write_table"},
+    "datasets_io/formats/lerobot_v30.py": {"mkdir", "unlink", "write_table"},
+    "datasets_io/formats/rlds.py": {"mkdir", "open", "rename"},
+    "datasets_io/formats/zarr_replay.py": {"zarr.open_group"},
+    "imitation/judge.py": {"shutil.rmtree"},  # a job's own work folder, once its result is stored
+    "imitation/page.py": {"savefig"},  # into memory
+    "imitation/plot.py": {"savefig"},  # into common.files.atomic_file's handle
+    "tools/plot_curves.py": {"savefig"},  # the same
+    "protocol/checkpoints.py": {"unlink"},  # our own checkpoints and their temp files, under the folder's lock
+    "protocol/evaluation.py": {"os.replace", "unlink"},  # its own partial videos, renamed into place
+    "training/run_folders.py": {"unlink"},  # an earlier run's checkpoints and events, on --overwrite only
+    "training/logger.py": {"SummaryWriter"},  # TensorBoard's events, in the run's checked, locked log folder
+}
+_METHODS = {"write_text", "write_bytes", "unlink", "rename", "rmdir", "touch", "symlink_to", "hardlink_to", "mkdir",
+            "savefig", "write_table"}
+_MODULE_CALLS = {"os": {"replace", "remove", "rename", "renames", "makedirs", "unlink", "rmdir", "removedirs",
+                        "symlink", "link", "open", "truncate"},
+                 "shutil": {"rmtree", "move", "copy", "copy2", "copyfile", "copytree"}}
+
+
+def _write_mode(node: ast.Call) -> bool:
+    mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
+
+
+def raw_writes(path: Path) -> set[str]:
+    """The calls of `path` that write, remove or rename files other than through common/files.py."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in _MODULE_CALLS:
+            if func.attr in _MODULE_CALLS[func.value.id]:
+                found.add(f"{func.value.id}.{func.attr}")
+        elif isinstance(func, ast.Attribute) and func.attr in _METHODS:
+            found.add(func.attr)
+        elif isinstance(func, ast.Attribute) and func.attr.startswith("open") and _write_mode(node):
+            owner = func.value.id if isinstance(func.value, ast.Name) else ""
+            found.add(f"{owner}.{func.attr}" if owner else func.attr)
+        elif isinstance(func, ast.Name) and (func.id == "open" and _write_mode(node) or func.id == "SummaryWriter"):
+            found.add(func.id)
+    return found
+
+
+def test_files_are_written_only_through_the_output_guard() -> None:
+    """Every raw write, removal or rename of the project is one RAW_WRITES allows (and each allowed one is still
+    there: the list stays the truth)."""
+    paths = [*project_modules().values(), *sorted((REPO / "tools").glob("*.py"))]
+    found = {path.relative_to(REPO).as_posix(): raw_writes(path) for path in paths}
+    stray = {name: sorted(calls - RAW_WRITES.get(name, set())) for name, calls in found.items()
+             if calls - RAW_WRITES.get(name, set())}
+    assert not stray, (f"files written outside the output guard: {stray}; write through common/files.py "
+                       f"(atomic_file, atomic_write_bytes, check_output_file) or inside a staged dataset folder")
+    stale = {name: sorted(allowed - found.get(name, set())) for name, allowed in RAW_WRITES.items()
+             if allowed - found.get(name, set())}
+    assert not stale, f"RAW_WRITES allows calls these modules no longer make: {stale}"
