@@ -276,17 +276,19 @@ def test_a_mixture_with_the_human_reference_keeps_both_sources(collection: Path,
 
 @pytest.mark.slow
 def test_the_real_readers_load_edited_datasets(collection: Path, tmp_path: Path, capsys) -> None:
-    """tools/check_readers.py (lerobot 0.4.4 and 0.3.3, tensorflow-datasets) on a converted and a merged dataset in
-    all four formats, in the reader venvs test_formats.py's slow test builds (skipped where they are absent)."""
+    """tools/check_readers.py (lerobot 0.4.4 and 0.3.3, tensorflow-datasets) on a converted, a merged and a selected
+    dataset in all four formats, in the reader venvs test_formats.py's slow test builds (skipped where they are absent)."""
     readers = REPO.parent / "readers"
     if not all((readers / venv / "bin/python").is_file() for venv in ("lerobot-0.4.4", "lerobot-0.3.3", "tfds")):
         pytest.skip(f"the reader venvs are not in {readers}; build them with tools/reader_venvs.sh")
-    converted, merged = tmp_path / "converted", tmp_path / "merged"
+    converted, merged, selected = tmp_path / "converted", tmp_path / "merged", tmp_path / "selected"
     edited(["convert", str(collection / "zarr"), "--output", str(converted), "--format", *ALL_FORMATS,
             "--image-size", "128"], capsys, collection)
     edited(["merge", str(collection / "lerobot"), str(collection / "rlds"), "--keep-duplicates", "--output",
             str(merged), "--format", *ALL_FORMATS], capsys, collection)
-    for root in (converted, merged):
+    edited(["select", str(collection / "lerobot-v2.1"), "--episodes", "1:3", "--output", str(selected), "--format",
+            *ALL_FORMATS], capsys, collection)
+    for root in (converted, merged, selected):
         result = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(root), "--readers",
                                  str(readers)], capture_output=True, text=True, timeout=900)
         assert result.returncode == 0 and "readers: OK" in result.stdout, result.stdout + result.stderr
