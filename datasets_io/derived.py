@@ -138,7 +138,7 @@ def _episode_rows(root: Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         yield current, {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
 
 
-def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, Iterator[dict]]:
+def stored_episode_stats(root: Path, fmt: str) -> tuple[str, Iterator[dict]]:
     """(the file, each episode's stored statistics by feature, one at a time) in episode order."""
     if fmt == "lerobot-v2.1":
         def lines() -> Iterator[dict]:
@@ -165,7 +165,7 @@ def _stored_episode_stats(root: Path, fmt: str) -> tuple[str, Iterator[dict]]:
 def stats_problems(root: Path, fmt: str) -> list[str]:
     """Per-episode statistics against the data files, and meta/stats.json against their aggregate; one episode at
     a time."""
-    path, stored = _stored_episode_stats(root, fmt)
+    path, stored = stored_episode_stats(root, fmt)
     merged = lerobot_stats.Aggregate()
     found: list[str] = []
     held = read = 0

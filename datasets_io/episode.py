@@ -18,7 +18,7 @@ import numpy as np
 
 from datasets_io import lerobot_stats
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
-from protocol.pusht_eval import Policy, run_episode
+from protocol.pusht_eval import EpisodeTracker, Policy, run_episode
 
 TASK = "Push the T-shaped block onto the T-shaped target."
 FPS = CONTROL_HZ
@@ -127,17 +127,20 @@ def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False) -
     """Re-simulate from `reset(seed)` with env-unit `actions` stepped on the raw env (no [-1, 1] round trip).
 
     Returns the states before each action (`STATE_KEYS`; with `render`, the observation render as "image"), plus
-    `reward` and `is_success` after each.
+    `reward` and `is_success` after each, and the episode's `max_coverage` as collection records it.
     """
-    env.reset(seed=seed)
+    _, reset_info = env.reset(seed=seed)
     pusht = env.unwrapped
     out: dict[str, list] = {key: [] for key in (*STATE_KEYS, "reward", "is_success", *(("image",) if render else ()))}
+    tracker = EpisodeTracker(seed, reset_info)
     for action in np.asarray(actions, dtype=np.float32):
         for key, value in observe(pusht).items():
             out[key].append(value)
         if render:
             out["image"].append(pusht._render(visualize=False))
         _, reward, _, _, info = pusht.step(action)
+        tracker.step(reward, info)
         out["reward"].append(reward)
         out["is_success"].append(info["is_success"])
-    return {key: np.asarray(values) for key, values in out.items()}
+    return {**{key: np.asarray(values) for key, values in out.items()},
+            "max_coverage": np.float32(tracker.record().max_coverage)}

@@ -20,15 +20,18 @@ import gymnasium as gym
 import numpy as np
 
 from common.cli import EXIT_SHORT, BadInput
-from datasets_io import card, derived, formats, manifest
+from datasets_io import card, derived, formats, lerobot_stats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
-from datasets_io.formats import FORMATS, lerobot_common, read_collection, zarr_replay
+from datasets_io.formats import FORMATS, lerobot_common, lerobot_v21, read_collection, zarr_replay
+from datasets_io.formats.lerobot_common import IMAGE_KEY
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
 TOLERANCE = 1e-3
+# the stored max_coverage is float32 of the same rounded float64 the replay computes: equal, but for GEOS's last bit
+COVERAGE_TOLERANCE = 1e-6
 
 LabelSource = Callable[[int, np.ndarray], np.ndarray]  # (seed, executed targets) -> the demonstrator's labels
 # Mean |difference| over a frame's pixels, in 0-255 levels, between a decoded video frame and the re-render. The
@@ -132,7 +135,11 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
     report = Report()
+    # LeRobot's per-episode image statistics, held to the re-rendered frames they were computed from (the derived
+    # file check recomputes the other features' from the data files, which hold no render)
+    stats_path, stored_stats = derived.stored_episode_stats(root, fmt) if fmt.startswith("lerobot") else ("", None)
     for facts, recorded in dataset.iter_episodes(root, True):
+        episode_stats = next(stored_stats, None) if stored_stats is not None else None
         if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":
             report.seedless += 1
             report.episodes += 1
@@ -144,6 +151,13 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
         executed = executed_targets(recorded)
         sim = replay(env, facts["seed"], executed, render=True)
         _check_images(report, facts, recorded["image"], sim["image"], tolerance)
+        if episode_stats is not None:
+            recomputed = lerobot_stats.image_stats(sim["image"])
+            names = lerobot_v21.V21_STATS if fmt == "lerobot-v2.1" else recomputed  # v2.1's have no quantiles
+            want = lerobot_stats.to_json({IMAGE_KEY: {name: recomputed[name] for name in names}})[IMAGE_KEY]
+            for line in derived.differences(stats_path, episode_stats.get(IMAGE_KEY), want,
+                                            f"episode {report.episodes}/{IMAGE_KEY}")[:1]:
+                report.mismatch(facts, f"{line} (the re-rendered frames')")
         if executed is not recorded["action"]:
             clean = imitation_marks(recorded)
             if not np.array_equal(recorded["action"][clean], executed[clean]):
@@ -169,6 +183,11 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
             report.mismatch(facts, f"failed after {facts['length']} steps, not at the {max_steps}-step limit")
         if bool(sim["is_success"][-1]) != facts["success"]:
             report.mismatch(facts, f"stored success={facts['success']}, replay gives {bool(sim['is_success'][-1])}")
+        coverage_error = abs(float(sim["max_coverage"]) - float(facts["max_coverage"]))
+        report.max_error["max_coverage"] = max(report.max_error.get("max_coverage", 0.0), coverage_error)
+        if not coverage_error <= COVERAGE_TOLERANCE:  # NaN too
+            report.mismatch(facts, f"stored max_coverage={facts['max_coverage']:.6g}, replay gives "
+                                   f"{float(sim['max_coverage']):.6g}")
         report.episodes += 1
         report.frames += facts["length"]
     return report

@@ -277,7 +277,8 @@ def test_a_mixture_with_the_human_reference_keeps_both_sources(collection: Path,
 @pytest.mark.slow
 def test_the_real_readers_load_edited_datasets(collection: Path, tmp_path: Path, capsys) -> None:
     """tools/check_readers.py (lerobot 0.4.4 and 0.3.3, tensorflow-datasets) on a converted, a merged and a selected
-    dataset in all four formats, in the reader venvs test_formats.py's slow test builds (skipped where they are absent)."""
+    dataset in all four formats, in the reader venvs test_formats.py's slow test builds (skipped where they are
+    absent)."""
     readers = REPO.parent / "readers"
     if not all((readers / venv / "bin/python").is_file() for venv in ("lerobot-0.4.4", "lerobot-0.3.3", "tfds")):
         pytest.skip(f"the reader venvs are not in {readers}; build them with tools/reader_venvs.sh")

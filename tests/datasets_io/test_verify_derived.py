@@ -5,6 +5,7 @@ same collection record and the same episodes in each."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,3 +102,34 @@ def test_an_edited_derived_file_fails_verify_even_with_its_manifest_rehashed(cop
 def test_the_untouched_collection_passes(collection: Path, capsys) -> None:
     code, out, _ = run(collect_dataset.main, ["--verify", str(collection)], capsys)
     assert code == 0, out
+
+
+def test_a_lone_format_holds_max_coverage_to_its_replay(collection: Path, tmp_path: Path, capsys) -> None:
+    """With no other format beside it to compare with, an episode's max_coverage is recomputed by the replay."""
+    root = tmp_path / "lone"
+    shutil.copytree(collection / "lerobot-v2.1", root)
+    edit_jsonl(root / "meta/episodes.jsonl", lambda row: row.update(max_coverage=0.99))
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1, out
+    assert any("max_coverage=0.99" in line for line in out.splitlines() if line.strip().startswith("MISMATCH")), out
+
+
+IMAGE_STATS_EDITS: dict[str, Callable[[Path], None]] = {
+    "lerobot": lambda r: edit_episodes_parquet(r, "stats/observation.image/mean", [[[0.5]], [[0.5]], [[0.5]]]),
+    "lerobot-v2.1": lambda r: edit_jsonl(r / "meta/episodes_stats.jsonl", lambda row: row["stats"][
+        "observation.image"].update(mean=[[[0.5]], [[0.5]], [[0.5]]])),
+}
+
+
+@pytest.mark.parametrize("fmt", IMAGE_STATS_EDITS)
+def test_edited_image_statistics_fail_against_the_rerendered_frames(copy: Path, capsys, fmt: str) -> None:
+    """An episode's image statistics (their data lives in the video, not the data files) are recomputed from the
+    replay's renders."""
+    root = copy / fmt
+    IMAGE_STATS_EDITS[fmt](root)
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1, out
+    assert any("episode 0/observation.image" in line for line in out.splitlines()
+               if line.strip().startswith("MISMATCH")), out
