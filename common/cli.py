@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from common.files import WriteError, ensure_writable_dir
+from common.files import WriteError, atomic_file, ensure_writable_dir, tree_state
 
 # The exit codes every script shares (each one's --help lists them).
 EXIT_SHORT = 1  # the work ran and fell short: fewer episodes than asked, or --verify found a problem
@@ -60,12 +64,66 @@ def check_finite(args: argparse.Namespace | dict) -> None:
                 raise BadInput(f"--{key.replace('_', '-')} must be within 64 bits (below 2**63), got {number}")
 
 
-def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool], what: str) -> None:
+@dataclass(frozen=True)
+class OutputFile:
+    """A file a command writes for the user, as it stood when the run checked it, before any work (`found`:
+    `tree_state`, empty for no file). `open` / `write` put the new bytes in place (temp file, fsync, rename) only if
+    what stands there is still what was found: a file that appeared while the run worked is never replaced, nor
+    one that changed after --overwrite's check said it was ours. Picklable: a worker may write it."""
+
+    path: Path
+    flag: str
+    found: dict
+
+    @contextmanager
+    def open(self) -> Iterator[BinaryIO]:
+        with atomic_file(self.path, put=self._put) as handle:
+            yield handle
+
+    def write(self, data: bytes) -> None:
+        with self.open() as handle:
+            handle.write(data)
+
+    def _put(self, temp: str, path: Path) -> None:
+        if tree_state(path) == self.found:
+            if self.found:  # the file checked as ours, unchanged
+                os.replace(temp, path)
+                return
+            try:
+                os.link(temp, path)  # a link never replaces a file, not even one made this instant
+                return
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links: the check above is the guard
+                os.replace(temp, path)
+                return
+        kept = _aside(path)
+        os.rename(temp, kept)
+        raise BadInput(f"{str(path)!r} {'changed' if self.found else 'appeared'} while this run worked and was not "
+                       f"touched; the new {self.flag} is {str(kept)!r}: move it yourself, or run again")
+
+
+def _aside(path: Path) -> Path:
+    """A free name beside `path` for a result that could not be put in place: path.new, path.new2..."""
+    n = 1
+    while os.path.lexists(candidate := path.with_name(f"{path.name}.new{n if n > 1 else ''}")):
+        n += 1
+    return candidate
+
+
+def output_file(path: str | Path, flag: str) -> OutputFile:
+    """The output at `path` as it stands now, to be written later through `OutputFile`."""
+    return OutputFile(Path(path), flag, tree_state(path))
+
+
+def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool],
+                      what: str) -> OutputFile | None:
     """An output file may be new, or replaced with --overwrite when it is one this project wrote (`ours` says, from
     its content): a user's file of the same name is never overwritten. Its folder is checked apart
-    (`check_writable_dir`), once the inputs are known to be good, so a refused run leaves no folder behind."""
+    (`check_writable_dir`), once the inputs are known to be good, so a refused run leaves no folder behind. The
+    `OutputFile` to write it through (None without a path)."""
     if path is None:
-        return
+        return None
     if not path:
         raise BadInput(f"{flag} is empty; give a file path, or leave {flag} out")
     out = Path(path)
@@ -77,6 +135,7 @@ def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callab
     if out.exists() and not ours(out):
         raise BadInput(f"--overwrite replaces only {what}, and {str(out)!r} is not one; nothing was touched; choose "
                        f"another {flag}")
+    return output_file(out, flag)
 
 
 def json_with_keys(*keys: str) -> Callable[[Path], bool]:

@@ -8,7 +8,7 @@ import os
 import pickle
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -74,8 +74,9 @@ def umask_mode() -> int:
 
 
 @contextmanager
-def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
-    """A binary handle on a temporary file beside `path`; on success it is fsynced and renamed over `path`.
+def atomic_file(path: str | Path, put: Callable[[str, Path], None] = os.replace) -> Iterator[BinaryIO]:
+    """A binary handle on a temporary file beside `path`; on success it is fsynced and `put` in place (renamed over
+    `path`; a user's output re-checks what stands there first: common.cli.OutputFile).
 
     A crash at any moment leaves either the old file or the complete new one, never a torn one; a rename also
     never edits a hard-linked original in place. The file gets the umask's permissions (mkstemp would make it
@@ -90,10 +91,11 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
+        put(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    Path(tmp_name).unlink(missing_ok=True)  # where `put` hard-linked it in place
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from common.files import atomic_file, png_drawn_by
+from common.cli import OutputFile
+from common.files import png_drawn_by
 
 PLOT_SOURCE = "pusht_sac imitation.plot"  # a PNG text field: how --overwrite knows a plot is ours
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
@@ -34,10 +35,10 @@ def plotted_here(path: Path) -> bool:
     return png_drawn_by(path, PLOT_SOURCE)
 
 
-def plot_scaling(rows: Sequence[dict], out: str | Path, title: str, x: str = "frames") -> None:
+def plot_scaling(rows: Sequence[dict], out: OutputFile, title: str, x: str = "frames") -> None:
     """Write `scaling_figure` as a PNG marked as ours."""
     fig = scaling_figure(rows, title, x)
-    with atomic_file(out) as handle:
+    with out.open() as handle:
         fig.savefig(handle, format="png", dpi=120, metadata={"Source": PLOT_SOURCE})
     plt.close(fig)
 

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from common import parallel
-from common.cli import EXIT_INTERRUPTED, BadInput, check_output_file, check_writable_dir, json_with_keys
-from common.files import atomic_write_bytes, guarded_write, remove_created_dirs
+from common.cli import EXIT_INTERRUPTED, BadInput, OutputFile, check_output_file, check_writable_dir, json_with_keys
+from common.files import guarded_write, remove_created_dirs
 from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
@@ -57,9 +57,9 @@ class ReportRequest:
 REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
 
 
-def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
+def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend, dict[str, OutputFile | None]]:
     """Check every flag and find every dataset's format before an output is looked at, and before any episode is
-    read; the backend the jobs will run on."""
+    read; the backend the jobs will run on, and the output files to write through (by flag)."""
     for flag, value in (("--episodes", args.episodes), ("--seeds", args.seeds), ("--workers", args.workers),
                         ("--train-steps", args.train_steps)):
         if value is not None and value < 1:
@@ -88,17 +88,19 @@ def validate(args: ReportRequest, created: list[Path]) -> parallel.Backend:
             open_demonstrations(path)  # finds the format; the episodes are read later
         except DatasetFormatError as err:
             raise BadInput(str(err)) from None
-    check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
-                      "a report written by dataset_report.py")
-    check_output_file(args.plot, "--plot", args.overwrite, plotted_here, "a plot written by dataset_report.py")
-    check_output_file(args.html, "--html", args.overwrite, written_here, "a page written by dataset_report.py")
+    files = {"--json": check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
+                                         "a report written by dataset_report.py"),
+             "--plot": check_output_file(args.plot, "--plot", args.overwrite, plotted_here,
+                                         "a plot written by dataset_report.py"),
+             "--html": check_output_file(args.html, "--html", args.overwrite, written_here,
+                                         "a page written by dataset_report.py")}
     outputs = (("--json", args.json and Path(args.json).parent), ("--plot", args.plot and Path(args.plot).parent),
                ("--html", args.html and Path(args.html).parent),
                ("--work-dir", args.work_dir), ("--save-learners", args.save_learners))
     for flag, folder in outputs:
         if folder is not None:
             created += check_writable_dir(folder, flag)
-    return backend
+    return backend, files
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:
@@ -171,7 +173,7 @@ def report(args: ReportRequest) -> int:
 
 def _report(args: ReportRequest, created: list[Path]) -> int:
     started = time.perf_counter()
-    backend = validate(args, created)
+    backend, files = validate(args, created)
     # every (dataset, budget) to judge, statistics first: they are cheap and show a bad input before the long part
     parts: list[tuple[str, list[Demonstration]]] = []
     pages: list[PageDataset] = []
@@ -218,17 +220,17 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
                     print("  " + format_row(row))
         if args.plot:
             with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
-                plot_scaling(rows, args.plot, f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
+                plot_scaling(rows, files["--plot"], f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
             print(f"wrote {args.plot}")
     result["seconds"] = time.perf_counter() - started
     if args.json:  # first: the figures of a long judgement are kept whatever the page does
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
-            atomic_write_bytes(args.json, (json.dumps(result, indent=2) + "\n").encode())
+            files["--json"].write((json.dumps(result, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
     if args.html:
         page = build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}").encode()
         with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
-            atomic_write_bytes(args.html, page)
+            files["--html"].write(page)
         print(f"wrote {args.html} ({len(page):,} bytes)")
     print(f"report took {result['seconds']:.0f} s")
     return 0

@@ -24,8 +24,17 @@ from PIL import Image
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import BadInput, check_output_file, check_writable_dir, first_line, json_with_keys, refuse_symlink
-from common.files import WriteError, atomic_file, atomic_write_bytes, guarded_write, remove_created_dirs
+from common.cli import (
+    BadInput,
+    OutputFile,
+    check_output_file,
+    check_writable_dir,
+    first_line,
+    json_with_keys,
+    output_file,
+    refuse_symlink,
+)
+from common.files import WriteError, guarded_write, remove_created_dirs
 from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
 from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
@@ -64,7 +73,7 @@ class EvaluationJob:
     policy: LoadedPolicy | None  # None: the uniform random baseline, or `controller`
     video_seeds: frozenset[int]
     video_dir: str
-    gif: str | None
+    gif: OutputFile | None
     gif_seed: int
     controller: controllers.ControllerSpec | None = None  # built in each worker
 
@@ -133,7 +142,7 @@ class Evaluator:
             partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
             os.replace(partial, partial.with_name(video_name(seed, record.success)))
         if record_gif:
-            with guarded_write(self.job.gif, advice), atomic_file(self.job.gif) as handle:
+            with guarded_write(self.job.gif.path, advice), self.job.gif.open() as handle:
                 write_gif(handle, gif_frames)
         return record
 
@@ -207,8 +216,9 @@ def check_gif_writer() -> None:
                        f"drop --gif") from None
 
 
-def check_media(request: EvaluationRequest) -> None:
-    """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite."""
+def check_media(request: EvaluationRequest) -> OutputFile | None:
+    """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite. The GIF's
+    `OutputFile` (None without --gif)."""
     seeds = range(request.start_seed, request.start_seed + min(request.videos, request.episodes))
     videos = [Path(request.video_dir) / video_name(seed, success) for seed in seeds for success in (True, False)]
     if request.videos:
@@ -222,8 +232,10 @@ def check_media(request: EvaluationRequest) -> None:
     if (folder := next((path for path in found if path.is_symlink() or path.is_dir()), None)) is not None:
         raise BadInput(f"{str(folder)!r} is a folder or a symbolic link, not a file this run wrote; nothing was "
                        f"touched; move it or choose another --video-dir / --gif")
-    if request.gif:
-        check_gif_writer()
+    if not request.gif:
+        return None
+    check_gif_writer()
+    return output_file(request.gif, "--gif")
 
 
 def check_output_dirs(request: EvaluationRequest) -> list[Path]:
@@ -269,12 +281,12 @@ def evaluate(request: EvaluationRequest) -> dict:
     if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:  # before any folder is made for them
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
     # the inputs above, then the outputs: a missing checkpoint is named, not a video of an earlier run
-    check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
-                      "a metrics JSON written by evaluate.py")
-    check_media(request)
+    output = check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
+                               "a metrics JSON written by evaluate.py")
+    gif = check_media(request)
     created = check_output_dirs(request)
     seeds = [request.start_seed + i for i in range(request.episodes)]
-    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, request.gif, seeds[0], spec)
+    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, gif, seeds[0], spec)
     if request.workers > 1:
         controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
     try:
@@ -296,6 +308,6 @@ def evaluate(request: EvaluationRequest) -> dict:
     }
     print_table(result)  # before writing: a full disk still shows the results
     with guarded_write(request.output, "free space or pass --output on another disk, then run again"):
-        atomic_write_bytes(request.output, (json.dumps(result, indent=2) + "\n").encode())
+        output.write((json.dumps(result, indent=2) + "\n").encode())
     print(f"wrote {request.output}" + (f"; videos in {request.video_dir}/" if request.videos else ""))
     return result

@@ -99,11 +99,13 @@ def test_no_module_imports_itself_in_a_circle() -> None:
             assert cycle_from(name, []) is None
 
 
-# Where a raw write, removal or rename may stand, and why. Everything else writes through common/files.py, the
-# output guard (checked before any work, a temp file renamed into place, the symlink rule, nothing of the user's
+# Where a raw write, removal or rename may stand, and why. Everything else writes through the output guard
+# (common/cli.py's check_output_file and OutputFile over common/files.py's atomic_file: checked before any work, a
+# temp file put in place only if the path still holds what was checked, the symlink rule, nothing of the user's
 # overwritten), so a new output written with a bare open(..., "w") or Path.write_text fails here the day it is added.
 RAW_WRITES: dict[str, set[str]] = {
-    "common/files.py": {"mkdir", "os.open", "os.replace", "rmdir", "unlink"},  # the guard itself
+    "common/files.py": {"mkdir", "os.open", "rmdir", "unlink"},  # the guard itself: temp files, folders
+    "common/cli.py": {"os.link", "os.rename", "os.replace"},  # and its swap re-check (OutputFile)
     "common/locks.py": {"os.open", "unlink"},  # its own lock file
     # a dataset is built in DIR.partial, checked before and swapped in whole; the writers write only inside it
     "datasets_io/collection/staging.py": {"mkdir", "os.link", "os.open", "os.rename", "rmdir", "shutil.copy2",
@@ -161,8 +163,9 @@ def test_files_are_written_only_through_the_output_guard() -> None:
     found = {path.relative_to(REPO).as_posix(): raw_writes(path) for path in paths}
     stray = {name: sorted(calls - RAW_WRITES.get(name, set())) for name, calls in found.items()
              if calls - RAW_WRITES.get(name, set())}
-    assert not stray, (f"files written outside the output guard: {stray}; write through common/files.py "
-                       f"(atomic_file, atomic_write_bytes, check_output_file) or inside a staged dataset folder")
+    assert not stray, (f"files written outside the output guard: {stray}; write a user's file through "
+                       f"common.cli.check_output_file's OutputFile, a file of ours through common.files.atomic_file, "
+                       f"or inside a staged dataset folder")
     stale = {name: sorted(allowed - found.get(name, set())) for name, allowed in RAW_WRITES.items()
              if allowed - found.get(name, set())}
     assert not stale, f"RAW_WRITES allows calls these modules no longer make: {stale}"

@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-from common.cli import BadInput, check_output_file, check_writable_dir, run_command  # noqa: E402
-from common.files import atomic_file, guarded_write, png_drawn_by  # noqa: E402
+from common.cli import BadInput, OutputFile, check_output_file, check_writable_dir, run_command  # noqa: E402
+from common.files import guarded_write, png_drawn_by  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
 FIGURES = {
@@ -55,7 +55,8 @@ def figures(scalars: dict[str, tuple[list[int], list[float]]]) -> dict[str, list
     return {name: series for name, series in present.items() if series}
 
 
-def plot(scalars: dict[str, tuple[list[int], list[float]]], output: Path) -> list[Path]:
+def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, OutputFile]) -> list[Path]:
+    """Each figure the scalars give, into its checked output (by file name)."""
     written = []
     for name, present in figures(scalars).items():
         title, ylabel, _ = FIGURES[name]
@@ -69,10 +70,10 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], output: Path) -> lis
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
         fig.tight_layout()
-        with atomic_file(output / name) as handle:
+        with outputs[name].open() as handle:
             fig.savefig(handle, format="png", metadata={"Source": PLOT_SOURCE})
         plt.close(fig)
-        written.append(output / name)
+        written.append(outputs[name].path)
     return written
 
 
@@ -87,12 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
         if not scalars:
             raise BadInput(f"no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir")
-        for name in figures(scalars):
-            check_output_file(str(args.output / name), "--output", args.overwrite, drawn_here,
-                              "PNGs drawn by tools/plot_curves.py")
+        outputs = {name: check_output_file(str(args.output / name), "--output", args.overwrite, drawn_here,
+                                           "PNGs drawn by tools/plot_curves.py") for name in figures(scalars)}
         check_writable_dir(args.output, "--output")
         with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
-            for path in plot(scalars, args.output):
+            for path in plot(scalars, outputs):
                 print(f"wrote {path}")
         return 0
 

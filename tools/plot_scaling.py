@@ -3,7 +3,7 @@ judged once), so a sweep need not retrain what another report already measured. 
 learner, horizon, training steps) that several reports hold is drawn once, from the report with the most seeds.
 `--x steps` draws the learning curve instead: reports of the same data judged at several `--train-steps`.
 
-    python tools/plot_scaling.py REPORT.json [REPORT.json ...] --output assets/scaling.png [--learner flow]
+    python tools/plot_scaling.py REPORT.json [REPORT.json ...] --output scaling.png [--overwrite] [--learner flow]
                                  [--exec-horizon 8] [--x frames|steps]
 """
 
@@ -16,7 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from imitation.plot import AXES, most_seeded, plot_scaling  # noqa: E402
+from common.cli import BadInput, check_output_file, check_writable_dir, first_line, run_command  # noqa: E402
+from common.files import guarded_write  # noqa: E402
+from imitation.plot import AXES, most_seeded, plot_scaling, plotted_here  # noqa: E402
 
 
 def rows_with_steps(imitation: dict) -> list[dict]:
@@ -30,32 +32,37 @@ def rows_with_steps(imitation: dict) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path)
-    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--overwrite", action="store_true", help="replace a plot this tool or dataset_report.py drew")
     parser.add_argument("--learner", nargs="+", help="learners to draw (default: all in the reports)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", help="horizons to draw (default: all)")
     parser.add_argument("--x", choices=sorted(AXES), default="frames", help="the horizontal axis (default: frames)")
     parser.add_argument("--title", help="default: success against the --x axis")
     args = parser.parse_args(argv)
-    rows = []
-    for path in args.reports:
-        try:
-            rows += rows_with_steps(json.loads(path.read_text())["imitation"])
-        except (OSError, ValueError, KeyError) as err:
-            print(f"error: {path} is not a dataset_report.py --imitation JSON ({type(err).__name__}: {err})",
-                  file=sys.stderr)
-            return 2
-    rows = list(most_seeded(rows).values())
-    rows = [r for r in rows if (not args.learner or r["learner"] in args.learner)
-            and (not args.exec_horizon or r["exec_horizon"] in args.exec_horizon)]
-    if args.x == "steps" and any(row["steps"] is None for row in rows):
-        print("error: --x steps needs the reports' runs (dataset_report.py --json writes them)", file=sys.stderr)
-        return 2
-    if not rows:
-        print("error: no rows left to draw; check --learner and --exec-horizon", file=sys.stderr)
-        return 2
-    plot_scaling(rows, args.output, args.title or f"success against {AXES[args.x]} (pusht-eval-v1)", args.x)
-    print(f"wrote {args.output} ({len(rows)} series points)")
-    return 0
+
+    def body() -> int:
+        rows = []
+        for path in args.reports:
+            try:
+                rows += rows_with_steps(json.loads(path.read_text())["imitation"])
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise BadInput(f"{str(path)!r} is not a dataset_report.py --imitation JSON ({type(err).__name__}: "
+                               f"{first_line(err)})") from None
+        rows = list(most_seeded(rows).values())
+        rows = [r for r in rows if (not args.learner or r["learner"] in args.learner)
+                and (not args.exec_horizon or r["exec_horizon"] in args.exec_horizon)]
+        if args.x == "steps" and any(row["steps"] is None for row in rows):
+            raise BadInput("--x steps needs the reports' runs (dataset_report.py --json writes them)")
+        if not rows:
+            raise BadInput("no rows left to draw; check --learner and --exec-horizon")
+        output = check_output_file(args.output, "--output", args.overwrite, plotted_here, "plots drawn by this tool")
+        check_writable_dir(Path(args.output).parent, "--output")
+        with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
+            plot_scaling(rows, output, args.title or f"success against {AXES[args.x]} (pusht-eval-v1)", args.x)
+        print(f"wrote {args.output} ({len(rows)} series points)")
+        return 0
+
+    return run_command(body, "interrupted; nothing was written")
 
 
 if __name__ == "__main__":

@@ -284,11 +284,12 @@ def test_an_html_page_is_refused_over_an_existing_file_or_into_an_unwritable_fol
 
 
 def test_a_plot_of_ours_is_told_from_another_png(tmp_path: Path) -> None:
+    from common.cli import output_file
     from imitation.plot import plot_scaling, plotted_here
 
     ours, theirs = tmp_path / "ours.png", tmp_path / "theirs.png"
     plot_scaling([{"dataset": "d", "frames": 1000, "learner": "flow", "exec_horizon": 8,
-                   "success_rate": {"mean": 0.5, "std": 0.1}}], ours, "t")
+                   "success_rate": {"mean": 0.5, "std": 0.1}}], output_file(ours, "--plot"), "t")
     matplotlib.pyplot.figure().savefig(theirs)
     assert plotted_here(ours) and not plotted_here(theirs)
 

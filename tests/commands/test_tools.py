@@ -77,6 +77,14 @@ def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
     assert merged[("ours", 12000, "flow", 8, None)]["success_rate"]["mean"] == 0.6
     none = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out), "--learner", "x")
     assert none.returncode == 2 and "no rows" in none.stderr
+    again = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out))
+    assert again.returncode == 2 and "--overwrite" in again.stderr.strip().splitlines()[-1]
+    assert run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out),
+                      "--overwrite").returncode == 0
+    theirs = tmp_path / "theirs.png"
+    theirs.write_bytes(b"\x89PNG not ours")
+    refused = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(theirs), "--overwrite")
+    assert refused.returncode == 2 and "is not one" in refused.stderr and theirs.read_bytes() == b"\x89PNG not ours"
 
 
 def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(tmp_path):
