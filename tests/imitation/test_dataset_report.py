@@ -54,6 +54,8 @@ def test_statistics_of_synthetic_episodes_have_known_answers():
     assert stats["success_fraction"] == 0.5
     assert stats["start_cells_visited"] == 1  # both start from the same block pose
     assert stats["per_episode"][0]["mean_step_px"] == pytest.approx(10.0)
+    # read once, one episode at a time (how --verify and collection measure a dataset of any size): the same figures
+    assert motion_statistics(ep for ep in (straight, edge)) == stats
 
 
 def test_keypoints_from_a_pose_match_the_env_and_invert():
