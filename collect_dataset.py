@@ -23,7 +23,7 @@ the newest checkpoint in checkpoints/.
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
 included (datasets_io/verify.py).
 
-The dataset is built in DIR.partial and swapped in whole when done (see datasets_io/collection/staging.py): an
+The dataset is built in DIR.partial and swapped in whole when done (see common/staging.py): an
 interrupted run (Ctrl-C) saves its complete episodes; a killed one leaves DIR as it was, and the next run says how
 to go on.
 Exit codes: 0 done; 1 fewer successes than asked within --max-attempts (those found are saved) or --verify found a

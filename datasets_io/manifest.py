@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 from common.files import atomic_write_bytes, sha256_file
+from common.staging import MARKER_PREFIX
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"
-MARKER_PREFIX = ".collect_"  # collection/staging.py's markers (a lock, a swap's state): never part of a dataset
 
 
 def ignored(name: str) -> bool:

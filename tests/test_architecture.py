@@ -107,9 +107,10 @@ RAW_WRITES: dict[str, set[str]] = {
     "common/files.py": {"mkdir", "os.open", "rmdir", "unlink"},  # the guard itself: temp files, folders
     "common/cli.py": {"os.link", "os.rename", "os.replace"},  # and its swap re-check (OutputFile)
     "common/locks.py": {"os.open", "unlink"},  # its own lock file
-    # a dataset is built in DIR.partial, checked before and swapped in whole; the writers write only inside it
-    "datasets_io/collection/staging.py": {"mkdir", "os.link", "os.open", "os.rename", "rmdir", "shutil.copy2",
-                                          "shutil.rmtree", "touch", "unlink"},
+    # the guard for folders: a dataset is built in DIR.partial, checked before and swapped in whole; the writers
+    # write only inside it
+    "common/staging.py": {"mkdir", "os.link", "os.open", "os.rename", "rmdir", "shutil.copy2", "shutil.rmtree",
+                          "touch", "unlink"},
     "datasets_io/formats/lerobot_common.py": {"mkdir", "av.open"},
     "datasets_io/formats/lerobot_v21.py": {"mkdir", "unlink", "write_table"},
     "datasets_io/formats/lerobot_v30.py": {"mkdir", "unlink", "write_table"},

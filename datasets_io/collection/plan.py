@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from common import parallel
+from common import parallel, staging
 from common.cli import BadInput
 from common.files import CHECKOUT, read_only_in, symlink_in
 from datasets_io import formats, manifest
-from datasets_io.collection import staging
 from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay

@@ -12,11 +12,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from common import parallel
+from common import parallel, staging
 from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
-from datasets_io.collection import staging
 from datasets_io.collection.collector import rollouts
 from datasets_io.collection.plan import Plan
 from datasets_io.formats import FORMATS, Writer

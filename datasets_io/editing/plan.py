@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from common import parallel
+from common import parallel, staging
 from common.cli import BadInput
 from common.files import symlink_in
 from datasets_io import formats, manifest
-from datasets_io.collection import staging
 from datasets_io.collection.plan import check_replaceable, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay

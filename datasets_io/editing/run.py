@@ -10,11 +10,10 @@ from dataclasses import replace
 
 from tqdm import tqdm
 
-from common import parallel
+from common import parallel, staging
 from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
-from datasets_io.collection import staging
 from datasets_io.collection.run import store_quality
 from datasets_io.editing.episodes import Recorded, worker_recorder
 from datasets_io.editing.plan import EditPlan

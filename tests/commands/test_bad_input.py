@@ -21,8 +21,8 @@ from conftest import collect_all_formats, one_error, run, tree
 import collect_dataset
 import dataset_report
 import evaluate
+from common import staging
 from datasets_io import card, manifest
-from datasets_io.collection import staging
 from datasets_io.formats import rlds, tfrecord
 from datasets_io.readers import Demonstration
 from env.pusht_wrapper import PushTOptions

@@ -14,7 +14,7 @@ from conftest import collect_all_formats, one_error, run, tree
 
 import collect_dataset
 import edit_dataset
-from datasets_io.collection import staging
+from common import staging
 
 SHORT = ["--policy", "random", "--keep-failures", "--max-steps", "8"]
 

@@ -21,8 +21,8 @@ import zarr
 from conftest import REPO, run_script, tree
 
 import collect_dataset
+from common import staging
 from datasets_io import card, lerobot_stats
-from datasets_io.collection import staging
 from datasets_io.collection.collector import Job, worker_collector
 from datasets_io.dp_keypoints import dp_keypoints, local_keypoints
 from datasets_io.episode import TASK

@@ -19,8 +19,8 @@ from conftest import ALL_FORMATS, REPO, collect_all_formats, interruptible, one_
 
 import collect_dataset
 import edit_dataset
+from common import staging
 from datasets_io import manifest
-from datasets_io.collection import staging
 from datasets_io.editing.plan import split_counts
 from datasets_io.readers import read_demonstrations
 

@@ -20,7 +20,7 @@ from conftest import REPO, interruptible, one_error, tree
 from stalling_av import stalling_open
 
 import collect_dataset
-from datasets_io.collection import staging
+from common import staging
 from datasets_io.formats import lerobot_common, lerobot_v21
 
 HERE = Path(__file__).resolve().parent

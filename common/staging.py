@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.files import remove_created_dirs, tree_state
-from datasets_io.manifest import MARKER_PREFIX
+
+MARKER_PREFIX = ".collect_"  # this module's markers in a folder (a lock, a swap's state): never part of the output
 
 LOCK_NAME = MARKER_PREFIX + "lock"
 COMPLETE_NAME = MARKER_PREFIX + "complete"
