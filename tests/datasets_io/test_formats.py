@@ -287,6 +287,22 @@ def test_rlds_shards_roll_and_stay_in_seed_order(tmp_path: Path, capsys, monkeyp
     assert [ep.seed for ep in read_demonstrations(root)[2]] == [0, 1, 2]
 
 
+def test_lerobot_episode_rows_held_columnar_write_the_same_metadata(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The v3.0 writer turns its meta/episodes rows into Arrow columns every ROWS_HELD episodes (a large
+    collection's rows would otherwise fill memory): at 2 rows, the same metadata bytes as all rows held at once."""
+    from datasets_io.formats import lerobot_v30
+
+    written = {}
+    for held in (2, lerobot_v30.ROWS_HELD):
+        monkeypatch.setattr(lerobot_v30, "ROWS_HELD", held)
+        root = tmp_path / f"held{held}"
+        assert run([*SHORT, "--episodes", "5", "--output", str(root), "--format", "lerobot"], capsys)[0] == 0
+        written[held] = {path.relative_to(root).as_posix(): path.read_bytes()
+                         for path in sorted((root / "meta").rglob("*")) if path.is_file()
+                         and path.name not in ("collection.json",)}
+    assert written[2] == written[lerobot_v30.ROWS_HELD] and any("episodes/" in name for name in written[2])
+
+
 @pytest.mark.slow
 def test_the_real_readers_load_the_collection_frame_for_frame(collection: Path) -> None:
     """tools/check_readers.py in the real readers' own venvs (lerobot 0.4.4 and 0.3.3, tensorflow-datasets), which
