@@ -91,20 +91,36 @@ def _check_images(report: Report, facts: dict, stored: np.ndarray, rendered: np.
     if stored.shape[1:] != rendered.shape[1:]:
         report.mismatch(facts, f"images are {stored.shape[1:]}, the collection renders {rendered.shape[1:]}")
         return
-    error = np.abs(stored.astype(np.int16) - rendered.astype(np.int16)).mean(axis=(1, 2, 3))
+    error, aligned, late, early = _image_errors(stored, rendered)
     report.max_error["image"] = max(report.max_error.get("image", 0.0), float(error.max(initial=0.0)))
     if error.max(initial=0.0) > tolerance:
         frame = int(np.argmax(error > tolerance))
         report.mismatch(facts, f"image frame {frame} differs from the re-rendered state by {error[frame]:.3g} "
                                f"levels on average (tolerance {tolerance})")
-    elif len(stored) > 1 and _squared_error(stored, rendered) > min(_squared_error(stored[1:], rendered[:-1]),
-                                                                    _squared_error(stored[:-1], rendered[1:])):
+    elif len(stored) > 1 and aligned > min(late, early):
         report.mismatch(facts, "the images match the re-rendered states better one step shifted")
 
 
-def _squared_error(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean squared difference over every pixel of two frame sequences."""
-    return float(((a.astype(np.float32) - b.astype(np.float32)) ** 2).mean())
+IMAGE_CHUNK = 16  # frames compared at a time: small temporaries of one size, whatever the episode's length
+
+
+def _image_errors(stored: np.ndarray, rendered: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+    """Per frame, the mean |difference| in levels between the stored and the re-rendered frames; and the mean
+    squared difference of the two sequences as they are, with the stored ones a step late, and a step early
+    (exact integer sums, a chunk of frames at a time: a whole episode's float copies would churn the heap)."""
+    n, pixels = len(stored), int(np.prod(stored.shape[1:]))
+    error = np.empty(n)
+    squares = [0, 0, 0]
+    for a in range(0, n, IMAGE_CHUNK):
+        b = min(a + IMAGE_CHUNK, n)
+        diff = stored[a:b].astype(np.int32) - rendered[a:b]
+        error[a:b] = np.abs(diff).mean(axis=tuple(range(1, diff.ndim)))
+        squares[0] += int(np.square(diff).sum())
+        shifted = min(b + 1, n) - (a + 1)  # pairs (t + 1, t) with t in [a, b)
+        squares[1] += int(np.square(stored[a + 1:a + 1 + shifted].astype(np.int32) - rendered[a:a + shifted]).sum())
+        squares[2] += int(np.square(stored[a:a + shifted].astype(np.int32) - rendered[a + 1:a + 1 + shifted]).sum())
+    pairs = max(n - 1, 1) * pixels
+    return error, squares[0] / (n * pixels), squares[1] / pairs, squares[2] / pairs
 
 
 def _require(root: Path, fmt: str) -> None:
