@@ -31,7 +31,7 @@ import zarr
 
 from datasets_io import formats, lerobot_stats
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord
-from datasets_io.readers import Demonstration, open_demonstrations
+from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations
 from datasets_io.statistics import motion_statistics
 
 TOLERANCE = 1e-6
@@ -43,7 +43,7 @@ def problems(root: Path, fmt: str, collection: dict) -> list[str]:
     starting with the file. The episodes are read once, one at a time."""
     try:
         quality, facts = _read_once(root)
-    except ValueError:
+    except DatasetFormatError:
         return []  # data that does not read: the format's own check names the damage
     found = _first(quality_problems(root, fmt, quality))
     if fmt.startswith("lerobot"):
@@ -62,9 +62,13 @@ def _facts(ep: Demonstration) -> tuple:
 def _read_once(root: Path) -> tuple[dict, list[tuple]]:
     """One pass over the episodes: their motion statistics and each one's `_facts`."""
     facts = []
+    episodes = open_demonstrations(root)[2]
+    first = next(episodes, None)
+    if first is None:
+        raise DatasetFormatError(f"{str(root)!r} holds no episodes")
 
     def noted() -> Iterator[Demonstration]:
-        for ep in open_demonstrations(root)[2]:
+        for ep in itertools.chain([first], episodes):
             facts.append(_facts(ep))
             yield ep
 
@@ -123,6 +127,10 @@ def _episode_rows(root: Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         return
     columns = [name for name in pq.read_schema(root / files[0]).names if name != lerobot_common.IMAGE_KEY]
     current, pieces = -1, []
+
+    def joined() -> dict[str, np.ndarray]:
+        return {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
+
     for batch in lerobot_common.RowStream(root, files, columns).batches:
         table = pa.Table.from_batches([batch])
         values = {name: lerobot_common.column_numpy(table.column(name)) for name in columns}
@@ -130,12 +138,12 @@ def _episode_rows(root: Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         cuts = [0, *(np.flatnonzero(np.diff(episode_of)) + 1), len(episode_of)]
         for start, end in itertools.pairwise(cuts):
             if pieces and int(episode_of[start]) != current:
-                yield current, {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
+                yield current, joined()
                 pieces = []
             current = int(episode_of[start])
             pieces.append({name: value[start:end] for name, value in values.items()})
     if pieces:
-        yield current, {name: np.concatenate([piece[name] for piece in pieces]) for name in columns}
+        yield current, joined()
 
 
 def stored_episode_stats(root: Path, fmt: str) -> tuple[str, Iterator[dict]]:

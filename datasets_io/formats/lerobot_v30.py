@@ -192,7 +192,7 @@ class LeRobotWriter:
         # lists of floats weigh ~20 KB; as Arrow columns ~3)
         self._rows: list[dict] = []
         self._tables: list[pa.Table] = []
-        self.episodes = self.frames = 0
+        self.added_episodes = self.added_frames = 0
         self.stats = lerobot_stats.Aggregate()  # the dataset's, episodes added as they are written
         self._data: pq.ParquetWriter | None = None
         self._data_bytes = 0
@@ -214,8 +214,8 @@ class LeRobotWriter:
             self.data_index, self.meta_index, self.video_index = _FileIndex(), _FileIndex(), _FileIndex()
 
     def add(self, ep: EpisodeData) -> None:
-        episode_index = self.info["total_episodes"] + self.episodes
-        first = self.info["total_frames"] + self.frames
+        episode_index = self.info["total_episodes"] + self.added_episodes
+        first = self.info["total_frames"] + self.added_frames
         columns = frame_columns(ep, episode_index, first)
         arrays = {key: fixed_list(value) if value.ndim == 2 else pa.array(value) for key, value in columns.items()}
         if not self.use_video:
@@ -234,8 +234,8 @@ class LeRobotWriter:
                     "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage,
                     **({"source": ep.source} if ep.source is not None else {})})
         self._rows.append(row)
-        self.episodes += 1
-        self.frames += ep.length
+        self.added_episodes += 1
+        self.added_frames += ep.length
         if len(self._rows) == ROWS_HELD:
             self._tables.append(pa.Table.from_pylist(self._rows))
             self._rows = []
@@ -302,7 +302,7 @@ class LeRobotWriter:
             self._data.close()
         if self._video is not None:
             self._close_video()
-        if not self.episodes:
+        if not self.added_episodes:
             return
         path = self.root / self.meta_index.path(EPISODES_PATH)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -311,8 +311,8 @@ class LeRobotWriter:
         if not (self.root / TASKS_PATH).exists():
             pq.write_table(_tasks_table(), self.root / TASKS_PATH)
         info = self.info
-        info["total_episodes"] += self.episodes
-        info["total_frames"] += self.frames
+        info["total_episodes"] += self.added_episodes
+        info["total_frames"] += self.added_frames
         info["total_tasks"] = 1
         info["splits"] = train_split(info["total_episodes"])
         if self.use_video and "info" not in info["features"][IMAGE_KEY]:
