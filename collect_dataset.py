@@ -43,6 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from common.cli import check_finite, run_command
+from common.parallel import MAX_WORKERS
 from datasets_io.collection.perturbation import DriverFactory
 from datasets_io.collection.plan import (
     DEFAULT_POLICY,
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"DIR/<format>/ (default: lerobot; with --resume: the existing dataset's)")
     parser.add_argument("--start-seed", type=int, help="first seed (default 0; with --resume: after the last tried)")
     parser.add_argument("--workers", type=int, default=CollectionRequest.workers,
-                        help="processes recording episodes in parallel")
+                        help=f"processes recording episodes in parallel (1 to {MAX_WORKERS})")
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="record episodes as Ray tasks (--workers at a time) on the cluster at ADDRESS (default: "
                              "RAY_ADDRESS, else a local Ray for this run); docs/scale.md")

@@ -34,6 +34,7 @@ import sys
 from dataclasses import fields
 
 from common.cli import check_finite, run_command
+from common.parallel import MAX_WORKERS
 from imitation.judge import LEARNERS
 from imitation.report import ReportRequest, report
 
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "one (flow 30k): the figures of a 10k-step judge, in a third of the time")
     parser.add_argument("--train-steps", type=int, help="gradient steps of every learner (default: each learner's)")
     parser.add_argument("--workers", type=int, default=ReportRequest.workers,
-                        help="jobs run at once, one thread each (default %(default)s)")
+                        help=f"jobs run at once, one thread each (1 to {MAX_WORKERS}; default %(default)s)")
     parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                         help="run the jobs as Ray tasks (--workers at a time) on the cluster at ADDRESS (default: "
                              "RAY_ADDRESS, else a local Ray for this run); docs/scale.md")

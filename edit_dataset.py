@@ -33,6 +33,7 @@ import sys
 from dataclasses import fields
 
 from common.cli import check_finite, run_command
+from common.parallel import MAX_WORKERS
 from datasets_io.collection.plan import FORMAT_CHOICES
 from datasets_io.editing.plan import EditRequest, plan_edit
 from datasets_io.editing.run import edit
@@ -72,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--seed", type=int, default=EditRequest.seed,
                              help="the deal's random seed (default %(default)s)")
         sub.add_argument("--workers", type=int, default=EditRequest.workers,
-                         help="processes re-recording episodes in parallel (default %(default)s)")
+                         help=f"processes re-recording episodes in parallel (1 to {MAX_WORKERS}; default "
+                              f"%(default)s)")
         sub.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                          help="re-record as Ray tasks (--workers at a time) on the cluster at ADDRESS (default: "
                               "RAY_ADDRESS, else a local Ray for this run)")

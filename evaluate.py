@@ -18,6 +18,7 @@ import sys
 from dataclasses import fields
 
 from common.cli import check_finite, run_command
+from common.parallel import MAX_WORKERS
 from protocol.evaluation import EvaluationRequest, evaluate
 
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", default=EvaluationRequest.output)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     parser.add_argument("--workers", type=int, default=EvaluationRequest.workers,
-                        help="processes running episodes in parallel")
+                        help=f"processes running episodes in parallel (1 to {MAX_WORKERS})")
     parser.add_argument("--controller", metavar="MODULE:FACTORY",
                         help="evaluate the controller FACTORY(**args) returns (reset(), __call__(observation) -> "
                              "x, y target in env pixels) instead of a checkpoint; MODULE is importable from here or "

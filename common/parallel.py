@@ -37,6 +37,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 Setup = Callable[[C], Callable[[T], R]]
 
+MAX_WORKERS = 1024  # --workers' bound: more processes or Ray tasks at once than a machine or a modest cluster runs
 AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
 RAY_INSTALL = "pip install -r requirements-ray.txt"
 RAY_RESERVE_S = 60.0  # how long a cluster may take to free --workers CPUs before the run is refused
@@ -57,7 +58,11 @@ class Backend:
 
 
 def backend(workers: int, ray: str | None) -> Backend:
-    """The backend that --workers and --ray ask for; bad input if --ray is given where Ray is not installed."""
+    """The backend that --workers and --ray ask for, checked here for every command: bad input for a --workers out
+    of [1, MAX_WORKERS] (a huge one would only fail deep in the feeding of items), or --ray where Ray is not
+    installed."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise BadInput(f"--workers must be in [1, {MAX_WORKERS}], got {workers}")
     if ray is not None and importlib.util.find_spec("ray") is None:
         raise BadInput(f"--ray needs Ray, which is not installed here: {RAY_INSTALL}")
     return Backend(workers, ray)

@@ -163,14 +163,16 @@ def check_video(path: Path, frames: int) -> None:
         raise OSError(f"ffmpeg stopped after {found} of {frames} frames")
 
 
-def run_seeds(job: EvaluationJob, seeds: list[int], workers: int, controller: Any = None) -> list[EpisodeRecord]:
+def run_seeds(job: EvaluationJob, seeds: list[int], backend: parallel.Backend,
+              controller: Any = None) -> list[EpisodeRecord]:
     """Every seed's record, ordered by seed whatever the worker count; a progress bar shows the success rate.
     `controller`: the job's controller already built here, used as it is when the seeds run in this process."""
     records: list[EpisodeRecord] = []
-    setup = partial(Evaluator, controller=controller) if workers == 1 and controller is not None else Evaluator
+    here = backend.workers == 1 and controller is not None
+    setup = partial(Evaluator, controller=controller) if here else Evaluator
     with tqdm(total=len(seeds), unit="ep", dynamic_ncols=True) as progress:
         try:
-            for _, record in parallel.imap(setup, job, seeds, parallel.backend(workers, None),
+            for _, record in parallel.imap(setup, job, seeds, backend,
                                            lambda seed: f"episode seed {seed}", ordered=False):
                 records.append(record)
                 progress.update(1)
@@ -182,11 +184,11 @@ def run_seeds(job: EvaluationJob, seeds: list[int], workers: int, controller: An
     return sorted(records, key=lambda r: r.seed)
 
 
-def validate(request: EvaluationRequest) -> None:
+def validate(request: EvaluationRequest) -> parallel.Backend:
+    """Every flag on its own, before any file is read; the backend the episodes will run on."""
     if request.episodes < 1:
         raise BadInput(f"--episodes must be >= 1, got {request.episodes}")
-    if request.workers < 1:
-        raise BadInput(f"--workers must be >= 1, got {request.workers}")
+    backend = parallel.backend(request.workers, None)
     if request.videos < 0:
         raise BadInput(f"--videos must be >= 0, got {request.videos}")
     if request.policy == "random" and request.checkpoint:
@@ -205,6 +207,7 @@ def validate(request: EvaluationRequest) -> None:
         raise BadInput(f"--gif {request.gif!r} must name a .gif file, e.g. first.gif")
     if request.videos and not request.video_dir:
         raise BadInput("--video-dir is empty; give a folder path, or pass --videos 0")
+    return backend
 
 
 def check_gif_writer() -> None:
@@ -268,7 +271,7 @@ def print_table(result: dict) -> None:
 def evaluate(request: EvaluationRequest) -> dict:
     """Run the protocol as asked, print the table and write the metrics JSON (and videos, a GIF); the result.
     BadInput before anything runs for a bad request, WriteError for a failed write."""
-    validate(request)
+    backend = validate(request)
     spec = controller = described = None
     if request.controller:
         spec = controllers.ControllerSpec(request.controller, controllers.parse_args(request.controller_arg),
@@ -290,7 +293,7 @@ def evaluate(request: EvaluationRequest) -> dict:
     if request.workers > 1:
         controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
     try:
-        records = run_seeds(job, seeds, request.workers, controller)
+        records = run_seeds(job, seeds, backend, controller)
     except BadInput:  # a controller's bad action: the videos of finished episodes stay, empty folders do not
         remove_created_dirs(created)
         raise

@@ -241,9 +241,9 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     relabelling round's learner (the imitation package's, given by the caller: collection knows no learner)."""
     if args.episodes is None:
         raise BadInput("--episodes N is required (or --verify DIR)")
-    for option in ("episodes", "workers"):
-        if getattr(args, option) < 1:
-            raise BadInput(f"--{option} must be >= 1, got {getattr(args, option)}")
+    if args.episodes < 1:
+        raise BadInput(f"--episodes must be >= 1, got {args.episodes}")
+    backend = parallel.backend(args.workers, args.ray)
     if args.output is None:
         raise BadInput("--output DIR is required (or --verify DIR)")
     if args.overwrite and args.resume:
@@ -314,4 +314,4 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             raise BadInput(f"--burst-learner: {err}") from None
     job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
-                args.keep_failures, parallel.backend(args.workers, args.ray), record, args.command, held)
+                args.keep_failures, backend, record, args.command, held)

@@ -138,6 +138,7 @@ def open_input(path: str) -> Input:
 
 
 SPEC = re.compile(r"^\d+(:\d+)?$")
+SPEC_LIMIT = 2**63  # a spec's numbers are those of a 64-bit index or seed, as every int option's (check_finite)
 
 
 def parse_spec(text: str, flag: str) -> list[range]:
@@ -147,6 +148,10 @@ def parse_spec(text: str, flag: str) -> list[range]:
         if not SPEC.match(part.strip()):
             raise BadInput(f"{flag} {text!r}: {part!r} is not N or START:STOP; write e.g. 0:100,150,170:180")
         start, _, stop = part.strip().partition(":")
+        # by length first: int() refuses a string of more than 4300 digits with a ValueError of its own
+        if any(len(number.lstrip("0")) > len(str(SPEC_LIMIT)) or int(number) >= SPEC_LIMIT
+               for number in (start, stop) if number):
+            raise BadInput(f"{flag} {text!r}: {part!r} is beyond 64 bits; indices and seeds are below 2**63")
         span = range(int(start), int(stop) if stop else int(start) + 1)
         if not span:
             raise BadInput(f"{flag} {text!r}: {part!r} is empty (STOP must be above START)")
@@ -160,7 +165,7 @@ def in_spec(value: int, spec: list[range] | None) -> bool:
 
 def unmatched(values: set[int], spec: list[range] | None) -> list[int]:
     """The single values a spec names that are not among `values` (ranges may run past the ends)."""
-    return [span.start for span in spec or [] if len(span) == 1 and span.start not in values]
+    return [span.start for span in spec or [] if span.stop == span.start + 1 and span.start not in values]
 
 
 def replay_zarr_record(root: Path) -> dict:

@@ -176,8 +176,6 @@ def check_request(args: EditRequest) -> None:
     """Every flag on its own, before any file is read."""
     if args.command not in COMMANDS:
         raise BadInput(f"unknown command {args.command!r}; use one of {', '.join(COMMANDS)}")
-    if args.workers < 1:
-        raise BadInput(f"--workers must be >= 1, got {args.workers}")
     if args.image_size is not None and (problem := image_size_problem(args.image_size)) is not None:
         raise BadInput(f"--image-size {problem}")
     if args.max_steps is not None and args.max_steps < 1:

@@ -49,6 +49,10 @@ SUBCOMMAND_BASE = {"split": ["--fractions", "a=0.5", "b=0.5"], "convert": ["--fo
 # Options the base command line makes inert, so that any value passes unread: the one bad value tried is accepted.
 INERT = {"evaluate --video-dir": "the base records no video (--videos 0)",
          "dataset_report --ray": "the base trains no learner (no --imitation): nothing runs on Ray"}
+# Bad values that only some options see, by flag or by option name: within 64 bits but beyond what the option can
+# mean (each must be refused).
+OWN_BAD_VALUES = {"--workers": [str(2**62)], "edit_dataset select --episodes": ["0:99999999999999999999"],
+                  "edit_dataset select --seeds": ["5:99999999999999999999"]}
 
 
 @dataclass(frozen=True)
@@ -93,18 +97,24 @@ def options() -> list[Option]:
     return [option for option in found if option.kind != "switch"]
 
 
+def own_bad_values(option: Option) -> list[str]:
+    return OWN_BAD_VALUES.get(option.flag, []) + OWN_BAD_VALUES.get(option.name, [])
+
+
 def bad_values(option: Option, folder: Path) -> list[tuple[str, bool]]:
     """(value, whether every option of its kind must refuse it); the first is the default run's. The others may be
     valid for some options (a path that does not exist yet is a fine output), so they must only never give a
     traceback, and a refusal must still be one line that changes nothing."""
+    own = [(value, True) for value in own_bad_values(option)]
     if option.kind == "int":
-        return [("-1", True), ("abc", True), ("", True), ("99999999999999999999", True), ("1.5", True), ("0", False)]
+        return [("-1", True), ("abc", True), ("", True), ("99999999999999999999", True), ("1.5", True), ("0", False),
+                *own]
     if option.kind == "float":
         return [("nan", True), ("-inf", True), ("abc", True), ("", True), ("1e309", True), ("-1", False)]
     if option.kind == "choice":
         return [("no-such-choice", True), ("", True)]
     return [(str(folder / "user.txt"), True), *([] if option.bare else [("", True)]), (str(folder / "link"), True),
-            (str(folder / "missing" / "x"), False), (str(folder / "a_folder"), False), ("/proc/self", False)]
+            (str(folder / "missing" / "x"), False), (str(folder / "a_folder"), False), ("/proc/self", False), *own]
 
 
 def prepare(folder: Path) -> None:
@@ -226,6 +236,14 @@ def test_the_harness_knows_every_commands_options() -> None:
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_one_bad_value_per_option_is_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
     cases = [(option, bad_values(option, Path("{folder}"))[0]) for option in options() if option.command == command]
+    broken = run_cases(command, cases, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("command", sorted({option.command for option in options() if own_bad_values(option)}))
+def test_each_options_own_bad_values_are_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
+    cases = [(option, (value, True)) for option in options() if option.command == command
+             for value in own_bad_values(option)]
     broken = run_cases(command, cases, tmp_path, dataset)
     assert not broken, "\n".join(broken)
 
