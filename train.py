@@ -12,14 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common.cli import EXIT_BAD_INPUT
+from common.cli import BadInput, CommandParser, run_command
 from training.config import ConfigError, load_config
 from training.trainer import Trainer
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config file (default: the embedded default recipe)")
     parser.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override config keys: one flag takes one or more pairs, and may be repeated; "
@@ -38,14 +38,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        config = load_config(args.config, args.set)
-        if args.overwrite and not args.no_resume:
-            raise ConfigError("--overwrite only applies with --no-resume (a resumed run keeps its files)")
-        return Trainer(config).train(resume=not args.no_resume, overwrite=args.overwrite)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+
+    def body() -> int:
+        try:
+            config = load_config(args.config, args.set)
+            if args.overwrite and not args.no_resume:
+                raise ConfigError("--overwrite only applies with --no-resume (a resumed run keeps its files)")
+            return Trainer(config).train(resume=not args.no_resume, overwrite=args.overwrite)
+        except ConfigError as err:
+            raise BadInput(str(err)) from None
+
+    # a signal during set-up lands here; once training runs, the trainer saves and says so itself
+    return run_command(body, "interrupted before training began; nothing saved")
 
 
 if __name__ == "__main__":

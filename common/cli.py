@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
+from common import interrupts
 from common.files import WriteError, atomic_file, ensure_writable_dir, tree_state
 
 # The exit codes every script shares (each one's --help lists them).
@@ -30,6 +31,15 @@ class BadInput(Exception):
     """A problem with the command line or its files, phrased as one line that says what to do."""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse under the contract, for every command and tool (and, as their parser_class, subcommands): a usage
+    error (a missing value, an unknown option, a bad choice) is one stderr line and exit 2; argparse's own prints
+    the whole usage before it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {' '.join(message.splitlines())}; see --help\n")
+
+
 def first_line(err: BaseException) -> str:
     """An exception's message cut to its first line (its type where it has none): third-party errors run long."""
     text = str(err).strip()
@@ -37,17 +47,19 @@ def first_line(err: BaseException) -> str:
 
 
 def run_command(body: Callable[[], int], interrupted: str) -> int:
-    """A script's body under the contract: bad input, a failed write and Ctrl-C each become one stderr line
-    (`interrupted` for Ctrl-C) and their exit code."""
+    """A script's body under the contract: bad input, a failed write and Ctrl-C or SIGTERM each become one stderr
+    line (`interrupted` for a signal, noted where it lands and acted on at a safe point: common/interrupts.py) and
+    their exit code."""
     try:
-        return body()
+        with interrupts.handled():
+            return body()
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except WriteError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_WRITE_FAILED
-    except KeyboardInterrupt:
+    except (interrupts.Interrupted, KeyboardInterrupt):
         print(interrupted, file=sys.stderr)
         return EXIT_INTERRUPTED
 

@@ -29,6 +29,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common import interrupts
 from common.cli import BadInput, first_line
 from common.files import CHECKOUT
 
@@ -37,6 +38,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 Setup = Callable[[C], Callable[[T], R]]
 
+INTERRUPT_POLL_S = 0.2  # how often a wait for results looks for a noted Ctrl-C / SIGTERM
 MAX_WORKERS = 1024  # --workers' bound: more processes or Ray tasks at once than a machine or a modest cluster runs
 AHEAD = 2  # items in flight per worker: one running and one queued, so no worker waits for the driver
 RAY_INSTALL = "pip install -r requirements-ray.txt"
@@ -74,14 +76,14 @@ class Stopped(Exception):
 
 
 class KeepComplete(contextlib.AbstractContextManager):
-    """Ends its `with` block quietly on Stopped and keeps the reason, so the caller saves what is complete (as after
-    Ctrl-C) and says why in one line."""
+    """Ends its `with` block quietly on Stopped or a noted Ctrl-C / SIGTERM and keeps the reason, so the caller
+    saves what is complete and says why in one line."""
 
     reason: str | None = None
 
     def __exit__(self, kind: type | None, error: BaseException | None, _traceback: object) -> bool:
-        if isinstance(error, Stopped):
-            self.reason = str(error)
+        if isinstance(error, Stopped | interrupts.Interrupted):
+            self.reason = "interrupted" if isinstance(error, interrupts.Interrupted) else str(error)
             return True
         return False
 
@@ -94,6 +96,7 @@ def imap(setup: Setup, context: Any, items: Iterable[T], backend: Backend, name:
     if backend.workers == 1 and backend.ray is None:
         run = setup(context)
         for item in items:
+            interrupts.check()
             yield item, run(item)
         return
     runner = _Ray(setup, context, backend) if backend.ray is not None else _Processes(setup, context, backend.workers)
@@ -201,12 +204,13 @@ class _Processes:
         # a worker that answered, or died (its read then says so)
         busy = {handle: worker for worker in self.workers if worker.tickets
                 for handle in (worker.connection, worker.process.sentinel)}
-        ready = multiprocessing.connection.wait(list(busy))
+        ready = _wait(list(busy))
         return busy[ready[0]].tickets[0]
 
     def result(self, ticket: int, name: str) -> Any:
         worker = self._holder(ticket)
         assert worker.tickets[0] == ticket, "a worker answers its items in order"
+        _wait([worker.connection, worker.process.sentinel])
         try:
             ok, value = worker.connection.recv()
         except (EOFError, OSError):
@@ -229,6 +233,14 @@ class _Processes:
         for worker in self.workers:
             worker.process.join()
             worker.connection.close()
+
+
+def _wait(objects: list) -> list:
+    """multiprocessing's wait with a safe point every INTERRUPT_POLL_S: a Ctrl-C noted while a long task runs (a
+    judge job takes minutes) is acted on at once, not when the task ends."""
+    while not (ready := multiprocessing.connection.wait(objects, timeout=INTERRUPT_POLL_S)):
+        interrupts.check()
+    return ready
 
 
 def _ray_run(setup: Setup, box: list, item: Any) -> Any:
@@ -343,11 +355,17 @@ class _Ray:
                 answer.put((None, None, err))
 
         threading.Thread(target=fetch, daemon=True).start()
+        waited = 0.0
         while True:
             try:
-                ref, result, error = answer.get(timeout=RAY_POLL_S)
+                ref, result, error = answer.get(timeout=INTERRUPT_POLL_S)
                 break
             except queue.Empty:
+                interrupts.check()
+                waited += INTERRUPT_POLL_S
+                if waited < RAY_POLL_S:
+                    continue
+                waited = 0.0
                 probe = threading.Thread(target=self.ray.cluster_resources, daemon=True)
                 probe.start()
                 probe.join(RAY_ANSWER_S)

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zarr
 
+from common import interrupts
 from datasets_io import formats, lerobot_stats
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations
@@ -69,6 +70,7 @@ def _read_once(root: Path) -> tuple[dict, list[tuple]]:
 
     def noted() -> Iterator[Demonstration]:
         for ep in itertools.chain([first], episodes):
+            interrupts.check()
             facts.append(_facts(ep))
             yield ep
 

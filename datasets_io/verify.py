@@ -19,6 +19,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from common import interrupts
 from common.cli import EXIT_SHORT, BadInput
 from datasets_io import card, derived, formats, lerobot_stats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
@@ -155,6 +156,7 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
     # file check recomputes the other features' from the data files, which hold no render)
     stats_path, stored_stats = derived.stored_episode_stats(root, fmt) if fmt.startswith("lerobot") else ("", None)
     for facts, recorded in dataset.iter_episodes(root, True):
+        interrupts.check()
         episode_stats = next(stored_stats, None) if stored_stats is not None else None
         if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":
             report.seedless += 1

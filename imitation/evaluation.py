@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from common import interrupts
 from env.pusht_wrapper import BOARD_SIZE, PUSHT_ENV_ID, make_env
 from imitation.policy import ChunkPolicy
 from protocol.pusht_eval import EpisodeRecord, EpisodeTracker, summarize
@@ -84,6 +85,7 @@ def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int], s
     label = f"imitation: evaluating, exec {exec_horizon}"
     with tqdm(total=len(seeds), desc=label, unit="ep", disable=not progress or None) as bar:
         while running:
+            interrupts.check()
             for i in running:
                 controllers[i].observe(policy.frame(envs[i].unwrapped))
             waiting = [i for i in running if not controllers[i].queue]

@@ -20,6 +20,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
+from common import interrupts
 from common.files import CheckpointError, atomic_save, load_file
 from datasets_io.readers import Demonstration
 from imitation.normalizer import RangeNormalizer
@@ -117,6 +118,7 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
     with tqdm(range(start, config.steps), desc=desc, unit="step", initial=start, total=config.steps,
               disable=not progress or None, mininterval=1.0) as bar:
         for step in bar:
+            interrupts.check()
             index = torch.randint(n_samples, (config.batch_size,), generator=generator)
             loss = loss_fn(model, index, generator)
             optimiser.zero_grad(set_to_none=True)

@@ -4,7 +4,6 @@ periodic evaluation and checkpoints, and how a run ends (done, interrupted, a nu
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import time
 from dataclasses import replace
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from common import interrupts
 from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, first_line
 from common.files import WriteError, atomic_save, guarded_write
 from env.decisions import steps_per_decision
@@ -85,7 +85,6 @@ class Trainer:
         self.counters = Counters()
         self.last_checkpoint_step = 0
         self.last_checkpoint_time = 0.0  # time.monotonic() of the last checkpoint, or of the run's start
-        self.stop_signal: int | None = None
         self.logger: TrainingLogger | None = None
 
     # ---- checkpoints -------------------------------------------------------------------------
@@ -157,7 +156,7 @@ class Trainer:
         tracker = EpisodeTracker(counters.episode, info)  # the raw reward's totals, as the protocol counts them
         train_return, done = 0.0, False
         while not done:
-            if self.stop_signal is not None or (cfg.max_env_steps and counters.global_step >= cfg.max_env_steps):
+            if interrupts.requested() or (cfg.max_env_steps and counters.global_step >= cfg.max_env_steps):
                 return False
             if counters.global_step < cfg.start_steps:
                 action = np.random.uniform(-1.0, 1.0, self.agent.act_dim).astype(np.float32)
@@ -208,7 +207,7 @@ class Trainer:
                 discard_previous_run(self.config, overwrite)
             resumed_from[0] = self.resume() if resume else None
 
-        with claimed(self.config, prepare):
+        with claimed(self.config, prepare), interrupts.handled():
             return self._train(resumed_from[0])
 
     def _train(self, resumed_from: Path | None) -> int:
@@ -216,7 +215,6 @@ class Trainer:
         if resumed_from is not None:
             tqdm.write(f"resumed from {resumed_from} at env step {counters.global_step}, episode {counters.episode}")
         self.logger = TrainingLogger(cfg.log_dir, counters.global_step if resumed_from else None)
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         by_steps = self.counts_env_steps()
         progress = (tqdm(total=cfg.max_env_steps, initial=counters.global_step, unit="step", unit_scale=True,
                          dynamic_ncols=True, bar_format=BAR_FORMAT) if by_steps
@@ -259,14 +257,9 @@ class Trainer:
         finally:
             self.logger.close()
             progress.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        if self.stop_signal is not None:
+        if interrupts.requested():
             print(f"interrupted at env step {counters.global_step}; saved {path}. Run the same command to resume.",
                   file=sys.stderr)
             return EXIT_INTERRUPTED
         tqdm.write(f"done: {counters.global_step} env steps, {counters.episode} episodes; checkpoint {path}")
         return 0
-
-    def _on_signal(self, signum: int, _frame: object) -> None:
-        self.stop_signal = signum

@@ -1,10 +1,9 @@
 """The write loop: episodes from the workers into every format's writer, inside the staged folder, swapped in
-whole when done; Ctrl-C and a failed worker keep the complete episodes."""
+whole when done; Ctrl-C, SIGTERM (noted, common/interrupts.py) and a failed worker keep the complete episodes."""
 
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 import time
 from dataclasses import asdict
@@ -12,7 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from common import parallel, staging
+from common import interrupts, parallel, staging
 from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
@@ -28,23 +27,6 @@ COLLECTION_FORMAT = "pusht_sac.collection/1"
 
 
 RESUME_HINT = "continue with --resume and the same --episodes (with --resume it is the dataset's total)"
-
-
-class _StopFlag:
-    """Ctrl-C / SIGTERM ask to stop after the episode being written, so no episode is ever half-saved."""
-
-    def __init__(self) -> None:
-        self.raised = False
-        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def _handle(self, signum: int, _frame: object) -> None:
-        self.raised = True
-        signal.signal(signum, self._previous[signum])  # a second Ctrl-C stops at once
-        print("\nstopping after the current episode; the complete ones will be saved", file=sys.stderr)
-
-    def restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
 
 
 def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
@@ -92,7 +74,6 @@ def collect(plan: Plan) -> int:
         stage = staging.stage(plan.output, plan.mode)
     except staging.StagingError as err:
         raise BadInput(str(err)) from None
-    stop = _StopFlag()
     attempted = kept = frames = successes = 0
     started = time.perf_counter()
     seeds = range(plan.start_seed, plan.start_seed + plan.max_attempts)
@@ -116,7 +97,7 @@ def collect(plan: Plan) -> int:
                     progress.update(1)
                 progress.set_postfix(frames_per_s=f"{frames / (time.perf_counter() - started):.0f}",
                                      tried=attempted)
-                if kept == plan.to_collect or stop.raised:
+                if kept == plan.to_collect or interrupts.requested():
                     break
         if kept == 0:
             stage.discard()
@@ -136,20 +117,21 @@ def collect(plan: Plan) -> int:
             print(format_table(quality, f"{plan.output} (all episodes)"))
     except EncoderStalled as stall:  # twice in a row (one session in hundreds stalls: docs/experiments.md)
         stage.discard()
+        if interrupts.requested():
+            print(f"interrupted while {stall}; nothing saved by this run", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"error: {stall}; {unchanged}. Run the same command again: it collects the same episodes",
               file=sys.stderr)
         return EXIT_WRITE_FAILED
     except BaseException:
         stage.discard()
         raise
-    finally:
-        stop.restore()
     elapsed = time.perf_counter() - started
     last = plan.start_seed + attempted - 1
     print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
           f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.backend})"
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
-    if stop.raised or stopped.reason:
+    if interrupts.requested() or stopped.reason:
         print(f"{stopped.reason or 'interrupted'}: {kept} complete episode(s) saved"
               + (f"; {RESUME_HINT}" if kept else ""), file=sys.stderr)
         return EXIT_INTERRUPTED

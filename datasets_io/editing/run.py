@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from tqdm import tqdm
 
-from common import parallel, staging
+from common import interrupts, parallel, staging
 from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
@@ -78,6 +78,9 @@ def edit(plan: EditPlan) -> int:
         return EXIT_INTERRUPTED
     except EncoderStalled as stall:  # twice in a row (one session in hundreds stalls: docs/experiments.md)
         stage.discard()
+        if interrupts.requested():
+            print(f"interrupted while {stall}; nothing was written", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"error: {stall}; {unchanged}. Run the same command again", file=sys.stderr)
         return EXIT_WRITE_FAILED
     except BaseException:

@@ -8,6 +8,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common import interrupts
 from common.files import atomic_write_bytes
 from datasets_io.episode import FPS, TASK, EpisodeData
 
@@ -94,6 +96,8 @@ def video_info(path: Path) -> dict:
 # long is a stall: an episode's frames take well under a second even at 224 px, and SVT-AV1 once sat at 0 % CPU
 # for 16 minutes inside one such call, holding the run and its Ctrl-C.
 ENCODE_DEADLINE_S = 120.0
+INTERRUPTED_GRACE_S = 10.0  # how long an encoder call may still take once the user asked to stop
+POLL_S = 0.2  # how often a wait for the encoder looks for a noted stop
 
 
 class EncoderStalled(Exception):
@@ -130,15 +134,16 @@ class VideoFile:
     def _call(self, call: Callable[..., None], *args: object) -> None:
         future: Future = Future()
         self._calls.put((future, partial(call, *args)))
+        started = time.monotonic()
         try:
-            future.result(timeout=ENCODE_DEADLINE_S)
+            _await(future)
         except BaseException as err:
             if future.done():  # the call itself failed (a full disk...): its own error
                 raise
             self._calls.put(None)  # stalled, or Ctrl-C: should the call ever return, the thread ends there
             if isinstance(err, TimeoutError):
                 raise EncoderStalled(f"the {self.codec} encoder of {self.path.name} made no progress in "
-                                     f"{ENCODE_DEADLINE_S:.0f} s") from None
+                                     f"{time.monotonic() - started:.0f} s") from None
             raise
 
     def _open(self, size: int, options: dict[str, str]) -> None:
@@ -171,12 +176,30 @@ class VideoFile:
         self._thread.join()  # the flush returned, so the thread is ending: never more than one a file at a time
 
 
+def _await(future: Future) -> None:
+    """Wait for an encoder call: at most ENCODE_DEADLINE_S, or INTERRUPTED_GRACE_S once Ctrl-C or SIGTERM was
+    noted (a healthy call ends well within it, so its episode is still saved; a stalled one no longer holds the
+    user's stop for minutes). TimeoutError when the wait is over."""
+    deadline = time.monotonic() + ENCODE_DEADLINE_S
+    while True:
+        try:
+            future.result(timeout=min(POLL_S, max(deadline - time.monotonic(), 0)))
+            return
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+            if interrupts.requested():
+                deadline = min(deadline, time.monotonic() + INTERRUPTED_GRACE_S)
+
+
 def retry_stalled(step: Callable[[], None], where: str, restart: Callable[[], None], how: str) -> None:
     """`step`, and after an encoder stall a note naming `where`, `restart` (a fresh encoder given what its file held
     before) and `step` once more; a second stall is raised, naming `where`."""
     try:
         step()
     except EncoderStalled as stall:
+        if interrupts.requested():  # the user asked to stop: no restart, the stall ends the run now
+            raise EncoderStalled(f"{stall} on {where}") from None
         print(f"note: {stall} on {where}; {how}", file=sys.stderr)
         try:
             restart()

@@ -1,0 +1,250 @@
+"""The signal harness: every long command interrupted (Ctrl-C or SIGTERM) at many moments of its run, rendering
+included, ends in one of two ways only: exit 130 with its folder as it was (a collection or a training run: plus
+what it saved, complete), or a complete result with its own exit code. Never exit 0 with less than asked, never a
+replay mismatch, a dropped episode, a traceback or a left-over `.partial`.
+
+Each case runs the real command forked from a zygote that imported it once (as tests/commands/test_contract.py
+does), so a case costs its run, not an import of torch. Each command first runs uninterrupted, which gives the
+complete result and the run's length; the signals then land at moments spread over that length (from 50 ms after
+the fork: argument parsing comes first). The default run tries a few moments per command; the `slow` run many.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, run_script
+
+ZYGOTE = r"""
+import importlib, json, os, signal, sys, traceback
+sys.path.insert(0, sys.argv[1])
+module = importlib.import_module(sys.argv[2])
+sys.argv = [sys.argv[2] + ".py"]
+for line in sys.stdin:
+    case = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)  # its own group, as a shell's job: a signal reaches it and any worker it starts
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.chdir(case["cwd"])
+        for fd, name in ((1, "out"), (2, "err")):
+            handle = os.open(case[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(handle, fd)
+        try:
+            code = module.main(case["argv"])
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 99
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print(json.dumps(pid), flush=True)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps(os.waitstatus_to_exitcode(status)), flush=True)
+"""
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root`, links not followed, files by their SHA-256."""
+    found = {}
+    for directory, folders, files in os.walk(root):
+        for name in folders + files:
+            path = Path(directory) / name
+            found[path.relative_to(root).as_posix()] = (
+                f"link {os.readlink(path)}" if path.is_symlink() else
+                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir")
+    return found
+
+
+class Zygote:
+    """One command module imported once; each `run` forks a child that runs its main(argv) in `cwd`."""
+
+    def __init__(self, command: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, cwd=REPO,
+                                        env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
+                                             "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
+
+    def run(self, argv: list[str], cwd: Path, signal_after: float | None = None,
+            signum: int = signal.SIGINT) -> tuple[int, str, str, float]:
+        """(exit code, stdout, stderr, seconds) of one run, signalled `signal_after` seconds after its fork."""
+        out, err = cwd.parent / f"{cwd.name}.out", cwd.parent / f"{cwd.name}.err"
+        self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err)})
+                                 + "\n")
+        self.process.stdin.flush()
+        pid = json.loads(self.process.stdout.readline())
+        started = time.perf_counter()
+        if signal_after is not None:
+            time.sleep(signal_after)
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:  # it finished first: a complete result
+                pass
+        code = json.loads(self.process.stdout.readline())
+        return code, out.read_text(), err.read_text(), time.perf_counter() - started
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@dataclass
+class Scenario:
+    """A long command, the folder it runs in, and how its complete result is judged."""
+
+    command: str
+    argv: list[str]
+    complete: Callable[[Path, int, str, Zygote], str | None]  # (folder, code, stdout, verifier) -> what is wrong
+    kept: Callable[[Path, Zygote], str | None] | None = None  # after exit 130: what it saved, judged (None: nothing)
+
+
+def _verified(root: Path, verifier: Zygote) -> str | None:
+    code, out, err, _ = verifier.run(["--verify", str(root)], root.parent)
+    return None if code == 0 and "verify: OK" in out else f"its output fails --verify: {(out + err)[-400:]}"
+
+
+def _episodes(root: Path) -> int:
+    import zarr
+    return len(zarr.open_group(str(root), mode="r")["meta"]["episode_ends"])
+
+
+def collect_complete(folder: Path, code: int, _out: str, verifier: Zygote) -> str | None:
+    return _verified(folder / "out", verifier) or (None if _episodes(folder / "out") == 4 else "episodes missing")
+
+
+def collect_kept(folder: Path, verifier: Zygote) -> str | None:
+    return _verified(folder / "out", verifier) if (folder / "out").exists() else None
+
+
+def verify_complete(_folder: Path, code: int, out: str, _verifier: Zygote) -> str | None:
+    return None if code == 0 and "verify: OK" in out else f"an intact dataset did not verify: {out[-300:]}"
+
+
+def edit_complete(folder: Path, code: int, _out: str, verifier: Zygote) -> str | None:
+    if (problem := _verified(folder / "out", verifier)) is not None:
+        return problem
+    return None if _episodes(folder / "out") == _episodes(folder / "ds") else "an episode was dropped"
+
+
+def report_complete(folder: Path, code: int, _out: str, _verifier: Zygote) -> str | None:
+    checked = json.loads((folder / "r.json").read_text())["datasets"][0]["verify"]
+    return None if checked["episodes"] == 3 and not checked["failed"] else f"a partial report: {checked}"
+
+
+def evaluate_complete(folder: Path, code: int, _out: str, _verifier: Zygote) -> str | None:
+    return None if len(json.loads((folder / "e.json").read_text())["episodes"]) == 3 else "episodes missing"
+
+
+def train_kept(folder: Path, _verifier: Zygote) -> str | None:
+    return None if list((folder / "ck").glob("ckpt_*.pt")) else "no checkpoint saved"
+
+
+def train_complete(folder: Path, code: int, _out: str, verifier: Zygote) -> str | None:
+    return train_kept(folder, verifier)
+
+
+SCENARIOS = {
+    "collect": Scenario("collect_dataset", ["--policy", "random", "--episodes", "4", "--keep-failures", "--max-steps",
+                                            "30", "--format", "zarr", "--output", "out"], collect_complete,
+                        collect_kept),
+    "verify": Scenario("collect_dataset", ["--verify", "ds"], verify_complete),
+    "edit drop-flagged": Scenario("edit_dataset", ["select", "ds", "--drop-flagged", "--output", "out"],
+                                  edit_complete),
+    "edit episodes": Scenario("edit_dataset", ["select", "ds", "--episodes", "0:3", "--output", "out"],
+                              edit_complete),
+    "report": Scenario("dataset_report", ["ds", "--verify", "--json", "r.json"], report_complete),
+    "evaluate": Scenario("evaluate", ["--policy", "random", "--episodes", "3", "--videos", "0", "--output", "e.json",
+                                      "--image-size", "96"], evaluate_complete),
+    "train": Scenario("train", ["--no-resume", "--set", "checkpoint_dir=ck", "--set", "log_dir=logs", "--set",
+                                "episodes=2", "--set", "start_steps=100", "--set", "update_after=100", "--set",
+                                "batch_size=16", "--set", "hidden_dim=16", "--set", "eval_every=0", "--set",
+                                "buffer_size=2000", "--set", "max_env_steps=400"], train_complete, train_kept),
+}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three of the demonstrator's successful episodes: --drop-flagged keeps them all."""
+    out = tmp_path_factory.mktemp("signals") / "ds"
+    result = run_script("collect_dataset.py", "--episodes", "3", "--format", "zarr", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def interrupt_cases(name: str, moments: int, tmp_path: Path, dataset: Path) -> list[str]:
+    """The scenario run whole, then interrupted at `moments` moments over its length; each broken promise, one
+    line."""
+    scenario = SCENARIOS[name]
+    zygote, verifier = Zygote(scenario.command), Zygote("collect_dataset")
+    broken = []
+
+    def prepared(n: int) -> tuple[Path, dict[str, str]]:
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        shutil.copytree(dataset, folder / "ds")
+        (folder / "notes.txt").write_text("the user's\n")
+        return folder, tree(folder)
+
+    try:
+        folder, _ = prepared(0)
+        code, out, err, length = zygote.run(scenario.argv, folder)
+        assert code == 0, err[-2000:]
+        assert scenario.complete(folder, code, out, verifier) is None, scenario.complete(folder, code, out, verifier)
+        for n in range(1, moments + 1):
+            folder, before = prepared(n)
+            at = 0.05 + (length * 1.1) * (n - 0.5 + 0.4 * ((n * 0.618) % 1 - 0.5)) / moments
+            signum = signal.SIGINT if n % 2 else signal.SIGTERM
+            code, out, err, _ = zygote.run(scenario.argv, folder, at, signum)
+            where = f"{name}: {signal.Signals(signum).name} at {at:.2f} s of {length:.2f} s (exit {code})"
+            leftovers = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.partial"))
+            if "Traceback" in err or "Exception ignored" in err:
+                broken.append(f"{where}: {err.strip().splitlines()[-1]}")
+            elif leftovers:
+                broken.append(f"{where}: left {leftovers}")
+            elif code == 130:
+                new = {k: v for k, v in tree(folder).items() if before.get(k) != v}
+                gone = [k for k in before if k not in tree(folder)]
+                if gone:
+                    broken.append(f"{where}: removed {gone[:3]}")
+                elif scenario.kept is None and new:
+                    broken.append(f"{where}: left {sorted(new)[:3]}")
+                elif scenario.kept is not None and (problem := scenario.kept(folder, verifier)):
+                    broken.append(f"{where}: {problem}")
+            elif code == 0:
+                if (problem := scenario.complete(folder, code, out, verifier)) is not None:
+                    broken.append(f"{where}: exit 0 but {problem}")
+            else:
+                broken.append(f"{where}: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
+    finally:
+        zygote.close()
+        verifier.close()
+    return broken
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_an_interrupted_command_ends_in_130_with_nothing_left_or_complete(name: str, tmp_path: Path,
+                                                                         dataset: Path) -> None:
+    broken = interrupt_cases(name, 3, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_interrupted_at_many_moments(name: str, tmp_path: Path, dataset: Path) -> None:
+    broken = interrupt_cases(name, 25, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
