@@ -42,7 +42,7 @@ from dataclasses import fields
 from functools import partial
 from pathlib import Path
 
-from common.cli import check_finite, run_command
+from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from datasets_io.collection.perturbation import DriverFactory
 from datasets_io.collection.plan import (
@@ -62,7 +62,7 @@ from imitation.judge import load_learner
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
     # no abbreviated flags: the recorded command must name every flag as parsed (plan.recorded_command)
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
     parser.add_argument("--verify", metavar="DIR", help="replay every episode of DIR and compare; nothing else runs")
     parser.add_argument("--checkpoint", help=f"training checkpoint or policy file (default: {DEFAULT_POLICY} if "

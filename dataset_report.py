@@ -33,7 +33,7 @@ import argparse
 import sys
 from dataclasses import fields
 
-from common.cli import check_finite, run_command
+from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from imitation.judge import LEARNERS
 from imitation.report import ReportRequest, report
@@ -41,7 +41,7 @@ from imitation.report import ReportRequest, report
 
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+", metavar="DIR", help="dataset folders (LeRobot v3.0 / v2.1, zarr, RLDS)")
     parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
     parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(ReportRequest.learner),

@@ -32,7 +32,7 @@ import argparse
 import sys
 from dataclasses import fields
 
-from common.cli import check_finite, run_command
+from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from datasets_io.collection.plan import FORMAT_CHOICES
 from datasets_io.editing.plan import EditRequest, plan_edit
@@ -43,7 +43,7 @@ HELP = {"merge": "the episodes of several datasets in one", "select": "the episo
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in ("merge", "select", "split", "convert"):

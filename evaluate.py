@@ -17,14 +17,14 @@ import argparse
 import sys
 from dataclasses import fields
 
-from common.cli import check_finite, run_command
+from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from protocol.evaluation import EvaluationRequest, evaluate
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", help="training checkpoint or policy file (default: newest in --checkpoint-dir)")
     parser.add_argument("--checkpoint-dir", default=EvaluationRequest.checkpoint_dir,
                         help="where to look for the newest checkpoint (default: %(default)s)")

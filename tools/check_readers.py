@@ -92,7 +92,6 @@ def probe(fmt: str, root: Path, out: Path) -> None:
 
 
 def _zarr_frames(root: Path) -> dict[str, np.ndarray]:
-    sys.path.insert(0, str(REPO))
     from datasets_io.formats import FORMATS
 
     episodes = list(FORMATS["zarr"].iter_episodes(root, True))
@@ -129,14 +128,18 @@ def compare(fmt: str, got: dict[str, np.ndarray], want: dict[str, np.ndarray], l
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[1:2] == ["--probe"]:  # this file in a reader's venv (DIR --probe FORMAT OUT), where nothing of ours imports
+        collection, _, fmt, out = argv
+        probe(fmt, Path(collection), Path(out))
+        return 0
+    sys.path.insert(0, str(REPO))
+    from common.cli import CommandParser
+
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("collection", type=Path, help="a folder written with --format ... zarr and the others")
     parser.add_argument("--readers", type=Path, default=REPO.parent / "readers", help="tools/reader_venvs.sh's DIR")
-    parser.add_argument("--probe", nargs=2, metavar=("FORMAT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.probe:
-        probe(args.probe[0], args.collection, Path(args.probe[1]))
-        return 0
     want = _zarr_frames(args.collection / "zarr")
     failed = False
     print(f"zarr reference: {len(want['action'])} frames, {want['episode_index'][-1] + 1} episodes")

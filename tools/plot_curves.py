@@ -19,7 +19,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
-from common.cli import BadInput, OutputFile, check_output_file, check_writable_dir, run_command  # noqa: E402
+from common.cli import (  # noqa: E402
+    BadInput,
+    CommandParser,
+    OutputFile,
+    check_output_file,
+    check_writable_dir,
+    run_command,
+)
 from common.files import guarded_write, png_drawn_by  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
@@ -78,7 +85,7 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, O
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log-dir", default="logs", type=Path)
     parser.add_argument("--output", default=Path("curves"), type=Path, help="folder of the PNGs (default: curves)")
     parser.add_argument("--overwrite", action="store_true", help="replace PNGs this tool drew there before")

@@ -16,7 +16,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common.cli import BadInput, check_output_file, check_writable_dir, first_line, run_command  # noqa: E402
+from common.cli import (  # noqa: E402
+    BadInput,
+    CommandParser,
+    check_output_file,
+    check_writable_dir,
+    first_line,
+    run_command,
+)
 from common.files import guarded_write  # noqa: E402
 from imitation.plot import AXES, most_seeded, plot_scaling, plotted_here  # noqa: E402
 
@@ -30,7 +37,7 @@ def rows_with_steps(imitation: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path)
     parser.add_argument("--output", required=True)
     parser.add_argument("--overwrite", action="store_true", help="replace a plot this tool or dataset_report.py drew")

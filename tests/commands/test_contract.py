@@ -49,6 +49,7 @@ SUBCOMMAND_BASE = {"split": ["--fractions", "a=0.5", "b=0.5"], "convert": ["--fo
 # Options the base command line makes inert, so that any value passes unread: the one bad value tried is accepted.
 INERT = {"evaluate --video-dir": "the base records no video (--videos 0)",
          "dataset_report --ray": "the base trains no learner (no --imitation): nothing runs on Ray"}
+NO_VALUE = "<no value>"  # a case that gives the option's flag with its value left out
 # Bad values that only some options see, by flag or by option name: within 64 bits but beyond what the option can
 # mean (each must be refused).
 OWN_BAD_VALUES = {"--workers": [str(2**62)], "edit_dataset select --episodes": ["0:99999999999999999999"],
@@ -117,6 +118,16 @@ def bad_values(option: Option, folder: Path) -> list[tuple[str, bool]]:
             (str(folder / "missing" / "x"), False), (str(folder / "a_folder"), False), ("/proc/self", False), *own]
 
 
+def argparse_cases(command: str) -> list[tuple[Option, tuple[str, bool]]]:
+    """What argparse itself refuses, for every option of `command` (and each of its subcommands): a value left out,
+    a bad choice, and an unknown option."""
+    ours = [option for option in options() if option.command == command]
+    return [*[(option, (NO_VALUE, True)) for option in ours if option.flag and not option.bare],
+            *[(option, ("no-such-choice", True)) for option in ours if option.kind == "choice"],
+            *[(Option(command, words, "--no-such-option", "text"), ("x", True))
+              for words in dict.fromkeys(option.words for option in ours)]]
+
+
 def prepare(folder: Path) -> None:
     """What the cases find in their folder: the user's files, a folder, a symlink, a tiny dataset."""
     (folder / "user.txt").write_text("the user's notes\n")
@@ -131,6 +142,11 @@ def command_line(option: Option, value: str) -> list[str]:
         if excluded in base:
             at = base.index(excluded)
             del base[at:at + (1 if excluded == "--keep-failures" else 2)]
+    if value == NO_VALUE:  # the flag last, with nothing after it
+        if option.flag in base:
+            at = base.index(option.flag)
+            del base[at:at + 2]
+        return [*option.words, *base, *NEEDS.get(option.flag, []), option.flag]
     if option.flag in base:
         base[base.index(option.flag) + 1] = value
         return [*option.words, *base]
@@ -207,8 +223,9 @@ def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: 
             broken.append(f"{where}: a traceback: {stderr.strip().splitlines()[-1]}")
         elif code == 2:
             named = [option.flag or value, value.replace("{folder}", str(folder))]
-            if len(errors) != 1:
-                broken.append(f"{where}: {len(errors)} error lines: {stderr.strip()[-300:]}")
+            if len(errors) != 1 or len(stderr.strip().splitlines()) != 1:
+                broken.append(f"{where}: {len(stderr.strip().splitlines())} stderr lines, {len(errors)} with "
+                              f"error: {stderr.strip()[-300:]}")
             elif not any(word and word in errors[0] for word in named) and value:
                 broken.append(f"{where}: the error names neither the option nor the value: {errors[0]}")
             elif tree(folder) != before:
@@ -237,6 +254,12 @@ def test_the_harness_knows_every_commands_options() -> None:
 def test_one_bad_value_per_option_is_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
     cases = [(option, bad_values(option, Path("{folder}"))[0]) for option in options() if option.command == command]
     broken = run_cases(command, cases, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_argparse_errors_are_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
+    broken = run_cases(command, argparse_cases(command), tmp_path, dataset)
     assert not broken, "\n".join(broken)
 
 

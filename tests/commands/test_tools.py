@@ -108,3 +108,12 @@ def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(t
     bare.write_text(json.dumps({"imitation": {"summary": report(10000, 0.4)["imitation"]["summary"]}}))
     refused = run_script("tools/plot_scaling.py", str(bare), "--x", "steps", "--output", str(out))
     assert refused.returncode == 2 and "needs the reports' runs" in refused.stderr
+
+
+def test_a_tools_usage_error_is_one_line_and_exit_2():
+    """argparse's own refusals (an unknown option, a missing argument) keep the commands' contract in the tools too."""
+    for tool in ("tools/check_readers.py", "tools/plot_curves.py", "tools/plot_scaling.py"):
+        for argv in (["--no-such-option"], ["--output"]):
+            result = run_script(tool, *argv)
+            assert result.returncode == 2 and result.stderr.startswith("error: "), (tool, argv, result.stderr)
+            assert len(result.stderr.splitlines()) == 1, (tool, argv, result.stderr)

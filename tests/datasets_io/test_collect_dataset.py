@@ -194,7 +194,7 @@ def test_refuses_to_overwrite_and_says_how(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["--start-seed", "99999"], "overlap the evaluation seeds"),
     (["--checkpoint", "/nonexistent/policy.pt", "--policy", "checkpoint"], "does not exist"),
-    (["--workers", "0"], "--workers must be >= 1"),
+    (["--workers", "0"], "--workers must be in [1, 1024]"),
 ])
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys, argv: list[str], message: str) -> None:
     code, _, err = run(["--policy", "random", "--episodes", "2", "--output", str(tmp_path / "ds"), *SHORT, *argv],
