@@ -18,7 +18,7 @@ head steps), --train-steps sets one for all. With --work-dir a job's training ch
 same command continues an interrupted job from its last checkpoint. --max-frames keeps the first whole episodes up
 to each budget (several budgets give a scaling curve, --plot draws it); --reference datasets are judged whole, beside
 the others.
---html writes the report as one self-contained page (imitation/page.py): the datasets side by side, start-pose coverage
+--html writes the report as one self-contained page (reporting/page.py): the datasets side by side, start-pose coverage
 and trajectories drawn on the board, a strip of frames, the motion distributions, flagged episodes with their seeds
 and, with --imitation, the learners' figures; every image is embedded, so it opens offline and can be mailed.
 Every job runs on one thread (the figures repeat exactly); --workers jobs run at once, in local processes or, with
@@ -36,7 +36,7 @@ from dataclasses import fields
 from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from imitation.judge import LEARNERS
-from imitation.report import ReportRequest, report
+from reporting.report import ReportRequest, report
 
 
 def build_parser() -> argparse.ArgumentParser:

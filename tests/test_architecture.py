@@ -21,6 +21,7 @@ FLOORS: dict[str, set[str]] = {
     "training": {"common", "sac", "env", "protocol"},
     "datasets_io": {"common", "env", "protocol"},
     "imitation": {"common", "env", "protocol", "datasets_io"},
+    "reporting": {"common", "env", "protocol", "datasets_io", "imitation"},
 }
 COMMANDS = {"train", "evaluate", "collect_dataset", "dataset_report", "edit_dataset"}
 
@@ -52,7 +53,8 @@ def imports(path: Path) -> set[str]:
 
 def test_each_package_imports_only_the_floors_below_it() -> None:
     modules = project_modules()
-    assert {"common.files", "sac.agent", "training.trainer", "datasets_io.formats", "imitation.judge"} <= set(modules)
+    assert {"common.files", "sac.agent", "training.trainer", "datasets_io.formats", "imitation.judge",
+            "reporting.report"} <= set(modules)
     wrong = []
     for name, path in modules.items():
         package = name.split(".")[0]
@@ -117,8 +119,8 @@ RAW_WRITES: dict[str, set[str]] = {
     "datasets_io/formats/rlds.py": {"mkdir", "open", "rename"},
     "datasets_io/formats/zarr_replay.py": {"zarr.open_group"},
     "imitation/judge.py": {"shutil.rmtree"},  # a job's own work folder, once its result is stored
-    "imitation/page.py": {"savefig"},  # into memory
-    "imitation/plot.py": {"savefig"},  # into common.files.atomic_file's handle
+    "reporting/page.py": {"savefig"},  # into memory
+    "reporting/plot.py": {"savefig"},  # into common.files.atomic_file's handle
     "tools/plot_curves.py": {"savefig"},  # the same
     "protocol/checkpoints.py": {"unlink"},  # our own checkpoints and their temp files, under the folder's lock
     "protocol/evaluation.py": {"os.replace", "unlink"},  # its own partial videos, renamed into place

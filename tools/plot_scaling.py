@@ -25,7 +25,7 @@ from common.cli import (  # noqa: E402
     run_command,
 )
 from common.files import guarded_write  # noqa: E402
-from imitation.plot import AXES, most_seeded, plot_scaling, plotted_here  # noqa: E402
+from reporting.plot import AXES, most_seeded, plot_scaling, plotted_here  # noqa: E402
 
 
 def rows_with_steps(imitation: dict) -> list[dict]:

@@ -26,8 +26,8 @@ from datasets_io import card, manifest
 from datasets_io.formats import rlds, tfrecord
 from datasets_io.readers import Demonstration
 from env.pusht_wrapper import PushTOptions
-from imitation.report import warn_seen_starts
 from protocol.policy_file import policy_payload, save_policy
+from reporting.report import warn_seen_starts
 from sac.actor import GaussianActor
 
 ALL = ["lerobot", "lerobot-v2.1", "zarr", "rlds"]
@@ -285,7 +285,7 @@ def test_an_html_page_is_refused_over_an_existing_file_or_into_an_unwritable_fol
 
 def test_a_plot_of_ours_is_told_from_another_png(tmp_path: Path) -> None:
     from common.cli import output_file
-    from imitation.plot import plot_scaling, plotted_here
+    from reporting.plot import plot_scaling, plotted_here
 
     ours, theirs = tmp_path / "ours.png", tmp_path / "theirs.png"
     plot_scaling([{"dataset": "d", "frames": 1000, "learner": "flow", "exec_horizon": 8,

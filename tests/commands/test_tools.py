@@ -4,8 +4,8 @@ from conftest import run_script
 from torch.utils.tensorboard import SummaryWriter
 
 from common.files import atomic_save
-from imitation.plot import most_seeded
 from protocol.policy_file import TRAIN_FORMAT, load_policy, policy_payload
+from reporting.plot import most_seeded
 from sac.actor import GaussianActor
 
 

@@ -21,10 +21,10 @@ from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstr
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata, replay_failures
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
-from imitation.page import PageDataset, build_page, written_here
-from imitation.plot import plot_scaling, plotted_here
 from imitation.training import LearnerConfig
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
+from reporting.page import PageDataset, build_page, written_here
+from reporting.plot import plot_scaling, plotted_here
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from PIL import Image
 import collect_dataset
 import dataset_report
 from datasets_io.collection.run import store_quality
-from imitation.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs, written_here
+from reporting.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs, written_here
 
 SECTIONS = ["header", "coverage", "trajectories", "distributions", "flags"]
 CHROMIUM = shutil.which("chromium")

@@ -15,7 +15,9 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from common.cli import OutputFile
 from common.files import png_drawn_by
 
-PLOT_SOURCE = "pusht_sac imitation.plot"  # a PNG text field: how --overwrite knows a plot is ours
+# a PNG text field: how --overwrite knows a plot is ours (named for the module's first home: the plots drawn
+# since, assets/ among them, stay ours)
+PLOT_SOURCE = "pusht_sac imitation.plot"
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
 
 

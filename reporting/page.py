@@ -36,7 +36,7 @@ from datasets_io.statistics import (  # noqa: E402
     episode_motion,
     start_cells,
 )
-from imitation.plot import scaling_figure  # noqa: E402
+from reporting.plot import scaling_figure  # noqa: E402
 
 FLAGS_NOTE = "A seed replays its episode: evaluate.py's --start-seed SEED --episodes 1 runs a policy from that start."
 NO_VERIFY = "Episodes whose replay fails are listed when the report runs with --verify."
