@@ -207,20 +207,21 @@ def file_hashes(spec: ControllerSpec, controller: Any) -> dict[str, str]:
     origin = Path(module_name) if module_name.endswith(".py") else _origin(module_name)
     paths += [origin] if origin is not None else []
     paths += listed_files(controller)
-    for _, value in spec.args:
-        named = Path(value)
-        if named.is_file():
-            paths.append(named)
-        elif named.is_dir():
-            paths += sorted(p for p in named.rglob("*") if p.is_file() and not p.is_symlink())
     hashes = {}
-    for path in dict.fromkeys(paths):
-        try:
+    path: Path | None = None  # what is being read: an error that names no file (a read of /proc) is told by it
+    try:  # the walk too: a folder that changes while it is read (/proc/self) fails there
+        for _, value in spec.args:
+            path = Path(value)
+            if path.is_file():
+                paths.append(path)
+            elif path.is_dir():
+                paths += sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+        for path in dict.fromkeys(paths):
             if path.is_file():
                 hashes[str(path)] = sha256_file(path)
-        except OSError as err:
-            raise BadInput(f"--controller: cannot read {str(path)!r} to record its SHA-256 ({err.strerror or err}); "
-                           f"pass arguments that name the controller's own files") from None
+    except OSError as err:
+        raise BadInput(f"--controller: cannot read {str(err.filename or path)!r} to record its SHA-256 "
+                       f"({err.strerror or err}); pass arguments that name the controller's own files") from None
     return hashes
 
 
