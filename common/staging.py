@@ -11,7 +11,9 @@ dataset), else the swap is refused and the new dataset stays in `DIR.partial`:
 - killed between the two renames: `DIR.partial` carries a completion marker and the next run finishes the swap.
 
 A lock (flock on `DIR.partial/.collect_lock`) tells a live run's staging dir from a dead one's. Only folders that
-carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of the user's is left alone.
+carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of the user's is left alone. A marker is
+told from a user's file by its exact name and its exact content (`is_marker`), never by a prefix. A swap refused at
+the end keeps the complete new dataset in `DIR.partial` with a `.collect_kept` marker: no later run deletes it.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from pathlib import Path
 
 from common.files import remove_created_dirs, tree_state
 
-MARKER_PREFIX = ".collect_"  # this module's markers in a folder (a lock, a swap's state): never part of the output
-
-LOCK_NAME = MARKER_PREFIX + "lock"
-COMPLETE_NAME = MARKER_PREFIX + "complete"
-REPLACED_NAME = MARKER_PREFIX + "replaced"  # in `DIR.old`: it is the dataset a commit replaced, so it may be deleted
+LOCK_NAME = ".collect_lock"
+COMPLETE_NAME = ".collect_complete"
+REPLACED_NAME = ".collect_replaced"  # in `DIR.old`: it is the dataset a commit replaced, so it may be deleted
+KEPT_NAME = ".collect_kept"  # in `DIR.partial`: a complete dataset a refused swap kept for the user
+MARKERS = (LOCK_NAME, COMPLETE_NAME, REPLACED_NAME, KEPT_NAME)
+MARKER_TEXT = b"pusht_sac staging marker\n"  # every marker's content: a user's file of the same name is not one
 
 
 class StagingError(Exception):
@@ -69,9 +72,23 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def is_marker(path: Path) -> bool:
+    """Whether `path` is one of this module's markers: its exact name and content, a regular file."""
+    try:
+        return (path.name in MARKERS and not path.is_symlink() and path.is_file()
+                and path.stat().st_size == len(MARKER_TEXT) and path.read_bytes() == MARKER_TEXT)
+    except OSError:
+        return False
+
+
+def _mark(path: Path) -> None:
+    path.write_bytes(MARKER_TEXT)
+
+
 def _drop_markers(directory: Path) -> None:
-    for name in (LOCK_NAME, COMPLETE_NAME, REPLACED_NAME):
-        (directory / name).unlink(missing_ok=True)
+    for name in MARKERS:
+        if is_marker(directory / name):
+            (directory / name).unlink()
 
 
 def _try_lock(directory: Path) -> int | None:
@@ -82,15 +99,37 @@ def _try_lock(directory: Path) -> int | None:
     except BlockingIOError:
         os.close(fd)
         return None
+    if os.fstat(fd).st_size == 0:
+        os.write(fd, MARKER_TEXT)
     return fd
+
+
+def is_locked(directory: Path) -> bool:
+    """Whether a live run holds `directory`'s lock (a staging folder being written)."""
+    if not is_marker(directory / LOCK_NAME):
+        return False
+    fd = os.open(directory / LOCK_NAME, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def is_staging(path: Path) -> bool:
+    """Whether `path` is one of this module's folders and not a finished dataset: a `DIR.partial` (being built,
+    left by a dead run, or kept), a `DIR.old` being replaced, or a dataset whose swap has not finished."""
+    return path.is_dir() and any(is_marker(path / name) for name in MARKERS)
 
 
 def recover(final: Path) -> None:
     """Finish a swap that a crash interrupted (see the module docstring); a no-op otherwise."""
     old, partial = old_path(final), partial_path(final)
-    if (old / REPLACED_NAME).is_file():
+    if is_marker(old / REPLACED_NAME):
         if not final.exists():
-            if not (partial / COMPLETE_NAME).exists():
+            if not is_marker(partial / COMPLETE_NAME):
                 raise StagingError(f"{str(old)!r} holds the previous dataset but {str(final)!r} is missing; "
                                    f"rename {old.name} back to {final.name}")
             os.rename(partial, final)
@@ -123,10 +162,10 @@ class Staging:
         old = old_path(self.final)
         if os.path.lexists(old):
             self._refuse(f"{str(old)!r} appeared while this run collected")
-        (self.path / COMPLETE_NAME).touch()
+        _mark(self.path / COMPLETE_NAME)
         _fsync_dir(self.path)
         if self.final.exists():
-            (self.final / REPLACED_NAME).touch()
+            _mark(self.final / REPLACED_NAME)
             os.rename(self.final, old)
         try:
             os.rename(self.path, self.final)
@@ -143,6 +182,7 @@ class Staging:
 
     def _refuse(self, what: str) -> None:
         self.kept = True
+        _mark(self.path / KEPT_NAME)
         raise StagingError(f"{what}; it was not touched, and the new dataset is kept in {str(self.path)!r}: move "
                            f"what you want to keep, then rename that folder yourself or run again")
 
@@ -173,36 +213,45 @@ def _link_tree(source: Path, target: Path) -> None:
                 shutil.copy2(Path(directory) / name, out / name)
 
 
-def clear_stale_partial(final: Path, replace_allowed: bool) -> None:
-    """Remove a dead run's `DIR.partial` if allowed, else say how to go on; refuse while a live run holds it."""
+def stale_partial(final: Path, replace_allowed: bool, rerun: str) -> Path | None:
+    """The dead run's `DIR.partial` that a run allowed to replace it (`replace_allowed`) will remove, None if there
+    is none; StagingError (removing nothing) for anything else in the way: a live run's, a kept dataset, a folder or
+    link of the user's, or a dead run's when not allowed (`rerun`: the flags that allow it, for the message)."""
     partial = partial_path(final)
     if not os.path.lexists(partial):
-        return
+        return None
     if partial.is_symlink():
         raise StagingError(f"{str(partial)!r} is a symbolic link in the way; move it or choose another --output")
-    if not (partial / LOCK_NAME).is_file():
-        raise StagingError(f"{str(partial)!r} is in the way and was not made by collect_dataset.py; move it or choose "
+    if is_marker(partial / KEPT_NAME):
+        raise StagingError(f"{str(partial)!r} holds a complete dataset an earlier run kept when it could not save it "
+                           f"as {str(final)!r}; nothing was touched: move or rename it yourself, then run again")
+    if not is_marker(partial / LOCK_NAME):
+        raise StagingError(f"{str(partial)!r} is in the way and was not made by this project; move it or choose "
                            f"another --output")
-    fd = _try_lock(partial)
-    if fd is None:
-        raise StagingError(f"another collect_dataset.py run is writing {str(final)!r} ({partial.name} is locked); "
-                           f"wait for it or choose another --output")
-    os.close(fd)
+    if is_locked(partial):
+        raise StagingError(f"another run is writing {str(final)!r} ({partial.name} is locked); wait for it or choose "
+                           f"another --output")
     if not replace_allowed:
-        intact = ("it is intact; rerun with --resume to add episodes or --overwrite to start over"
-                  if final.exists() else "no episode of that run was saved; rerun with --overwrite to start again")
-        raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r}: {intact}")
-    _note(f"removing {partial}, left by an interrupted run")
-    shutil.rmtree(partial)
+        intact = f"{str(final)!r} is intact" if final.exists() else "no episode of that run was saved"
+        raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r} ({intact}); nothing "
+                           f"was touched: rerun with {rerun}")
+    return partial
+
+
+def remove_stale_partial(partial: Path | None) -> None:
+    """Remove the dead run's staging folder `stale_partial` found, once every other check has passed."""
+    if partial is not None and os.path.lexists(partial):
+        _note(f"removing {partial}, left by an interrupted run")
+        shutil.rmtree(partial)
 
 
 def stage(final: Path, mode: str) -> Staging:
     """A fresh staging dir for `final`; `mode` is "new", "overwrite" or "resume" (the CLI has checked `final`)."""
     recover(final)
-    clear_stale_partial(final, replace_allowed=mode != "new")
+    remove_stale_partial(stale_partial(final, mode != "new", "--overwrite"))
     if os.path.lexists(old_path(final)):
         raise StagingError(f"{str(old_path(final))!r} is in the way (the swap that saves {str(final)!r} needs the "
-                           f"name) and was not made by collect_dataset.py; move it or choose another --output")
+                           f"name) and was not made by this project; move it or choose another --output")
     partial = partial_path(final)
     created = [folder for folder in reversed(final.parents) if not folder.exists()]
     try:

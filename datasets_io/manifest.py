@@ -13,15 +13,16 @@ import os
 from pathlib import Path
 
 from common.files import atomic_write_bytes, sha256_file
-from common.staging import MARKER_PREFIX
+from common.staging import is_marker
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"
 
 
-def ignored(name: str) -> bool:
-    """Whether a top-level entry is the manifest itself or a staging marker."""
-    return name == MANIFEST_NAME or name.startswith(MARKER_PREFIX)
+def ignored(path: Path) -> bool:
+    """Whether a top-level entry is the manifest itself or a staging marker (by its exact name and content: a
+    user's `.collect_notes` is the user's)."""
+    return path.name == MANIFEST_NAME or is_marker(path)
 
 
 def _files(root: Path) -> list[str]:
@@ -31,7 +32,7 @@ def _files(root: Path) -> list[str]:
         subdirectories.sort()
         relative = Path(directory).relative_to(root)
         found += [(relative / name).as_posix() for name in names
-                  if not (relative == Path(".") and ignored(name))]
+                  if not (relative == Path(".") and ignored(root / name))]
     return sorted(found)
 
 
@@ -75,7 +76,7 @@ def unlisted(root: Path) -> list[str]:
     entry when there is no manifest."""
     listed = read(root)
     if listed is None:
-        return sorted(entry.name for entry in root.iterdir() if not ignored(entry.name))
+        return sorted(entry.name for entry in root.iterdir() if not ignored(entry))
     links = _links(root)
     edited = [f"{name} (edited after collection)" for name, entry in listed.items()
               if name not in links and (root / name).is_file() and _differs(root / name, entry)]
@@ -87,8 +88,8 @@ def unlisted(root: Path) -> list[str]:
             if (relative / name).as_posix() not in owned_dirs:
                 foreign.append((relative / name).as_posix() + "/")
         subdirectories[:] = sorted(name for name in subdirectories if (relative / name).as_posix() in owned_dirs)
-        foreign += [(relative / name).as_posix() for name in sorted(names)
-                    if (relative / name).as_posix() not in listed and not (relative == Path(".") and ignored(name))]
+        foreign += [(relative / name).as_posix() for name in sorted(names) if (relative / name).as_posix() not in listed
+                    and not (relative == Path(".") and ignored(root / name))]
     linked = [f"{name} (a symbolic link)" for name in links]
     return sorted(foreign + linked + edited, key=lambda entry: (entry.count("/") - entry.endswith("/"), entry))
 

@@ -12,6 +12,7 @@ included. Values are stored as float32, so a faithful episode differs by ~1e-5 e
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 
 from common import interrupts
 from common.cli import EXIT_SHORT, BadInput
-from datasets_io import card, derived, formats, lerobot_stats, manifest
+from datasets_io import card, derived, folders, formats, lerobot_stats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
@@ -270,8 +271,7 @@ def verify_dataset(name: str, root: Path, collection: dict, env: gym.Env,
 def run_verify(path: Path, checkpoint: str | None) -> int:
     """The three checks of every format found: metadata against the data, the bytes against the checksums written
     at collection, and the replay of every episode (states, images, labels)."""
-    if not path.exists():
-        raise BadInput(f"{str(path)!r} does not exist; pass the folder a collection wrote (its --output)")
+    folders.check_input(path)
     roots = formats.find(path) if path.is_dir() else {}
     if not roots:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
@@ -293,6 +293,21 @@ def run_verify(path: Path, checkpoint: str | None) -> int:
     edited = ("; if you edited it on purpose with another tool, its checksums no longer vouch for it"
               if "checksums" in failed else "")
     summary = ", ".join(f"{check}: {' '.join(names)}" for check, names in failed.items())
-    print(f"verify: FAILED ({summary}); "
-          f"re-collect it (collect_dataset.py --overwrite) or restore it from a copy{edited}")
+    print(f"verify: FAILED ({summary}); {remedy(path, collection)}{edited}")
     return EXIT_SHORT
+
+
+def remedy(path: Path, collection: dict) -> str:
+    """What rebuilds a dataset that failed: the command that wrote it last (as its record holds it) with
+    --overwrite, after moving out what --overwrite would refuse to delete; or a copy."""
+    last = (collection.get("edits") or collection.get("runs") or [{}])[-1].get("command")
+    try:
+        foreign = folders.not_ours(path)
+    except (OSError, ValueError):
+        foreign = ["its unreadable manifest"]
+    first = (f"move {', '.join(foreign[:3])}{' and more' if len(foreign) > 3 else ''} out of it (not written by "
+             f"this project, or edited since), then " if foreign else "")
+    if last:  # a resumed run's command, or one that already replaced: --overwrite once, without --resume
+        last = shlex.join([word for word in shlex.split(last) if word not in ("--resume", "--overwrite")])
+    again = f"run `{last} --overwrite` again" if last else "write it again with --overwrite"
+    return f"restore it from a copy, or {first}{again}"

@@ -3,7 +3,6 @@ figures over seeds, printed and written as JSON and a plot."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -14,8 +13,10 @@ import numpy as np
 import torch
 
 from common import parallel
-from common.cli import EXIT_INTERRUPTED, BadInput, OutputFile, check_output_file, check_writable_dir, json_with_keys
+from common.cli import EXIT_INTERRUPTED, BadInput, OutputFile, check_output_file, check_writable_dir
 from common.files import guarded_write, remove_created_dirs
+from common.ownership import stamp_html, stamp_json, written_by
+from datasets_io import folders
 from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
@@ -23,7 +24,7 @@ from datasets_io.verify import check_metadata, replay_failures
 from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
 from imitation.training import LearnerConfig
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
-from reporting.page import PageDataset, build_page, written_here
+from reporting.page import PageDataset, build_page
 from reporting.plot import plot_scaling, plotted_here
 
 
@@ -54,7 +55,7 @@ class ReportRequest:
     overwrite: bool = False
 
 
-REPORT_KEYS = ("datasets", "seconds")  # what every --json report holds
+WRITER = "dataset_report.py"  # the stamp on the JSON and the page (common/ownership.py): what --overwrite may replace
 
 
 def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend, dict[str, OutputFile | None]]:
@@ -88,11 +89,11 @@ def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend
             open_demonstrations(path)  # finds the format; the episodes are read later
         except DatasetFormatError as err:
             raise BadInput(str(err)) from None
-    files = {"--json": check_output_file(args.json, "--json", args.overwrite, json_with_keys(*REPORT_KEYS),
+    files = {"--json": check_output_file(args.json, "--json", args.overwrite, written_by(WRITER),
                                          "a report written by dataset_report.py"),
              "--plot": check_output_file(args.plot, "--plot", args.overwrite, plotted_here,
                                          "a plot written by dataset_report.py"),
-             "--html": check_output_file(args.html, "--html", args.overwrite, written_here,
+             "--html": check_output_file(args.html, "--html", args.overwrite, written_by(WRITER),
                                          "a page written by dataset_report.py")}
     outputs = (("--json", args.json and Path(args.json).parent), ("--plot", args.plot and Path(args.plot).parent),
                ("--html", args.html and Path(args.html).parent),
@@ -118,6 +119,7 @@ def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstrati
 def load(path: str, images: bool) -> tuple[str, Path, list[Demonstration], dict | None]:
     """A dataset's episodes and its collection record (None: not collected here, e.g. the human reference); one of
     ours must also have metadata that agrees with its data, which a reader trusts."""
+    folders.check_input(path)
     try:
         fmt, root, episodes = read_demonstrations(path, images=images)
         collection = FORMATS[fmt].read_collection(root)
@@ -225,10 +227,10 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
     result["seconds"] = time.perf_counter() - started
     if args.json:  # first: the figures of a long judgement are kept whatever the page does
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
-            files["--json"].write((json.dumps(result, indent=2) + "\n").encode())
+            files["--json"].write(stamp_json(result, WRITER))
         print(f"wrote {args.json}")
     if args.html:
-        page = build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}").encode()
+        page = stamp_html(build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}"), WRITER)
         with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
             files["--html"].write(page)
         print(f"wrote {args.html} ({len(page):,} bytes)")

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from common import parallel, staging
+from common import parallel
 from common.cli import BadInput
-from common.files import CHECKOUT, read_only_in, symlink_in
-from datasets_io import formats, manifest
+from datasets_io import folders, formats, manifest
 from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.verify import check_metadata
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, image_size_problem
-from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
-DEFAULT_POLICY = Path("assets/policy.pt")  # the shipped demonstrator, in the checkout
-
-
+RERUN = "--resume (to go on from what is saved) or --overwrite (to start again)"  # what replaces a dead run's leftovers
 EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
 
 
@@ -40,14 +36,6 @@ def recorded_command(argv: list[str], script: str = "collect_dataset.py") -> str
         elif not joined and i < len(argv) and (flag == "--workers" or not argv[i].startswith("-")):
             i += 1  # its value (--ray's address is optional)
     return shlex.join(["python", script, *kept])
-
-
-def shipped_policy() -> str | None:
-    """The demonstrator's path as recorded: relative when run from the checkout (as the shipped datasets record
-    it), else absolute, so the default works from any working directory; None where the checkout lacks it."""
-    if DEFAULT_POLICY.is_file():
-        return str(DEFAULT_POLICY)
-    return str(CHECKOUT / DEFAULT_POLICY) if (CHECKOUT / DEFAULT_POLICY).is_file() else None
 
 
 EVAL_SEEDS = range(EVAL_START_SEED, EVAL_START_SEED + HEADLINE_EPISODES)
@@ -119,73 +107,6 @@ class Plan:
         return self.job.policy
 
 
-def check_output(args: CollectionRequest) -> dict[str, Path]:
-    """Where the datasets already at --output are, by format (empty: absent or empty), if the flags allow using
-    them."""
-    output = Path(args.output)
-    if not args.output:
-        raise BadInput("--output is empty; give a directory path")
-    if (problem := staging.output_name_problem(output)) is not None:
-        raise BadInput(problem)
-    if (link := symlink_in(output)) is not None:
-        raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
-                       f"through one: give the real path, or move the linked files into the dataset")
-    if output.exists() and not output.is_dir():
-        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
-    if (args.overwrite or args.resume) and (locked := read_only_in(output)) is not None:
-        raise BadInput(f"{str(locked)!r} is read-only, so --{'overwrite' if args.overwrite else 'resume'} could "
-                       f"not replace it; nothing was touched; make it writable or choose another --output")
-    try:
-        staging.recover(output)
-        staging.clear_stale_partial(output, replace_allowed=args.overwrite or args.resume)
-    except staging.StagingError as err:
-        raise BadInput(str(err)) from None
-    except OSError as err:
-        raise BadInput(f"cannot prepare {str(output)!r} ({err.strerror or err}); nothing was touched; make it "
-                       f"writable or choose another --output") from None
-    if not output.is_dir() or staging.is_empty_dir(output):
-        return {}
-    existing = formats.find(output)
-    if not existing:
-        raise BadInput(f"{str(output)!r} is not empty and holds no dataset written by collect_dataset.py; "
-                       f"choose another --output")
-    if not (args.overwrite or args.resume):
-        raise BadInput(f"{str(output)!r} already holds a dataset; pass --resume to add episodes to it or "
-                       f"--overwrite to replace it")
-    if args.overwrite:
-        check_replaceable(output, existing)
-    return existing
-
-
-def not_written_here(output: Path, existing: dict[str, Path]) -> list[str]:
-    """What `--overwrite` would delete at `output` that collect_dataset.py did not write (its manifests say)."""
-    if list(existing.values()) == [output]:
-        return manifest.unlisted(output)
-    roots = {root.name for root in existing.values()}
-    foreign = [entry.name + "/" * entry.is_dir() for entry in sorted(output.iterdir())
-               if entry.name not in roots and not manifest.ignored(entry.name)]
-    return foreign + [f"{root.name}/{entry}" for root in existing.values() for entry in manifest.unlisted(root)]
-
-
-def check_replaceable(output: Path, existing: dict[str, Path]) -> None:
-    """--overwrite replaces only what collect_dataset.py wrote: refuse, touching nothing, when anything else is
-    there."""
-    try:
-        foreign = not_written_here(output, existing)
-    except (OSError, ValueError) as err:
-        raise BadInput(f"--overwrite: cannot tell what {str(output)!r} holds ({err}); nothing was touched; move "
-                       f"what you want to keep out of it, or choose another --output") from None
-    unlisted = [root for root in existing.values() if not (root / manifest.MANIFEST_NAME).is_file()]
-    if unlisted:
-        raise BadInput(f"--overwrite: {str(unlisted[0])!r} has no {manifest.MANIFEST_NAME} (written by an older "
-                       f"collect_dataset.py), so what it holds cannot be told from your files; nothing was touched; "
-                       f"delete it yourself or choose another --output")
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise BadInput(f"--overwrite replaces only what collect_dataset.py wrote, and {str(output)!r} also holds "
-                       f"{shown}; nothing was touched; move those out or choose another --output")
-
-
 def plan_perturbation(args: CollectionRequest, record: dict) -> Perturbation:
     """The burst settings: the flags given, else (resuming) the dataset's own, else the defaults."""
     stored = record.get("perturbation") or {}
@@ -211,7 +132,7 @@ class CollectionRequest:
     output: str | None = None
     episodes: int | None = None
     checkpoint: str | None = None
-    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
+    checkpoint_dir: str | None = None  # None: not given (protocol/loading.py's default policy)
     policy: str = "checkpoint"  # or "random"
     format: list[str] | None = None
     start_seed: int | None = None
@@ -252,9 +173,6 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
     # the inputs first (the policy, a burst learner named on the command line), then the output: a missing
     # checkpoint is named as such, not as a clash with a dataset an earlier run left
-    if (args.policy == "checkpoint" and args.checkpoint is None and args.checkpoint_dir == DEFAULT_CHECKPOINT_DIR
-            and (shipped := shipped_policy()) is not None):  # a --checkpoint-dir given is the one used
-        args = replace(args, checkpoint=shipped)
     policy, _ = load_checked_policy(args)
     if policy is not None and policy.env_id != PUSHT_ENV_ID:
         raise BadInput(f"{policy.source!r} acts in {policy.env_id}; datasets need a {PUSHT_ENV_ID} policy")
@@ -262,7 +180,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"--burst-learner {args.burst_learner!r} is not a file; pass a learner saved by "
                        f"dataset_report.py --save-learners")
     output = Path(args.output)
-    existing = check_output(args)
+    existing = folders.check_output(args.output, args.overwrite, args.resume, rerun=RERUN).existing
     record = read_collection(existing) if args.resume and existing else {}
     if record.get("edits"):  # its record names sources and edits a collection's runs cannot carry on
         raise BadInput(f"{str(output)!r} was written by edit_dataset.py, and --resume adds only to a collection; "
@@ -287,7 +205,10 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if not 1 <= max_steps <= MAX_EPISODE_STEPS:
         raise BadInput(f"--max-steps must be in [1, {MAX_EPISODE_STEPS}], got {max_steps}")
     next_seed = record.get("next_seed", 0)
-    start_seed = next_seed if args.start_seed is None else args.start_seed
+    # resuming, the start seed the dataset's last run began at is the same command run again: it goes on after it
+    runs = record.get("runs") or []
+    same_command = bool(runs) and args.start_seed == runs[-1]["start_seed"]
+    start_seed = next_seed if args.start_seed is None or same_command else args.start_seed
     if start_seed < next_seed:
         raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
                        f"or leave it out")

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from common import interrupts, parallel, staging
 from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput
-from common.files import guarded_write
+from common.files import guarded_write, sha256_file
 from datasets_io import card, formats, manifest
 from datasets_io.collection.collector import rollouts
 from datasets_io.collection.plan import Plan
@@ -32,12 +32,15 @@ RESUME_HINT = "continue with --resume and the same --episodes (with --resume it 
 def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
     """meta/collection.json (zarr: the `collection` attribute): settings that must not change, and each run."""
     run = {"policy": plan.policy.source if plan.policy else "random",
+           # what identifies the policy wherever the dataset is read later (a path depends on the working folder)
+           "policy_sha256": sha256_file(plan.policy.source) if plan.policy else None,
            "policy_step": plan.policy.step if plan.policy else None,
            "action_noise": plan.job.action_noise, "only_success": not plan.keep_failures,
            "start_seed": plan.start_seed, "next_seed": plan.start_seed + attempted, "attempted": attempted,
            "kept": kept, "command": plan.command}
     perturbation = plan.job.perturbation
-    return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": plan.job.image_size,
+    return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "formats": list(plan.formats),
+            "image_size": plan.job.image_size,
             "perturbation": asdict(perturbation) if perturbation.active else None,
             "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
             "runs": [*plan.collection.get("runs", []), run]}

@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 import zarr
 
-from common.cli import BadInput
-from common.files import sha256_file
-from datasets_io import formats
+from common.cli import BadInput, first_line
+from common.files import CHECKOUT, sha256_file
+from datasets_io import folders, formats
 from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
@@ -104,7 +104,7 @@ class Input:
             return [{"dataset": str(self.path), "policy": "none: the replay zarr's own episodes (no seeds)",
                      "policy_sha256": None, "action_noise": 0.0, "command": None}]
         return [{"dataset": str(self.path), "policy": run["policy"],
-                 "policy_sha256": sha256_file(run["policy"]) if Path(run["policy"]).is_file() else None,
+                 "policy_sha256": run["policy_sha256"] if "policy_sha256" in run else _sha256_of(run["policy"]),
                  "action_noise": run["action_noise"], "command": run.get("command")}
                 for run in self.collection["runs"]]
 
@@ -117,9 +117,19 @@ class Input:
                     if runs[r]["start_seed"] <= episode.seed < runs[r]["next_seed"])
 
 
+def _sha256_of(policy: str) -> str | None:
+    """A policy file's SHA-256 for a record written before collections stored it: the path as recorded, from here
+    or from the checkout (the shipped demonstrator is recorded relative to it); None where neither holds it."""
+    for path in (Path(policy), CHECKOUT / policy):
+        if path.is_file():
+            return sha256_file(path)
+    return None
+
+
 def open_input(path: str) -> Input:
     """The dataset at `path`: one format's folder, or a collection folder holding exactly one; bad input saying what
-    to pass otherwise."""
+    to pass otherwise (datasets_io/folders.py says what may be an input at all)."""
+    folders.check_input(path)
     found = formats.find(Path(path)) if Path(path).is_dir() else {}
     if not found:
         raise BadInput(f"{path!r} holds no dataset written by collect_dataset.py; pass a dataset folder")
@@ -131,7 +141,7 @@ def open_input(path: str) -> Input:
         collection = FORMATS[fmt].read_collection(root)
     except (OSError, KeyError, ValueError):
         if fmt == "zarr":  # a Diffusion Policy replay zarr such as the human reference
-            return Input(Path(path), fmt, root, replay_zarr_record(root), copied=True)
+            return Input(Path(path), fmt, root, checked_replay_zarr(root), copied=True)
         raise BadInput(f"{path!r} is a {FORMATS[fmt].title} dataset without a collection record (not written by "
                        f"collect_dataset.py), so its episodes cannot be replayed; pass one of ours") from None
     return Input(Path(path), fmt, root, collection)
@@ -176,9 +186,35 @@ def replay_zarr_record(root: Path) -> dict:
             "video": True, "max_steps": MAX_EPISODE_STEPS, "next_seed": 0, "runs": []}
 
 
+def checked_replay_zarr(root: Path) -> dict:
+    """`replay_zarr_record` of a replay zarr whose layout holds together (square RGB renders, one per target row,
+    episode ends that cut the rows); bad input naming the damage otherwise, as dataset_report.py says it."""
+    try:
+        data = zarr.open_group(str(root), mode="r")["data"]
+        rows, image = data["action"].shape[0], data["img"].shape
+        if len(image) != 4 or image[1] != image[2] or image[3] != 3:
+            raise ValueError(f"data/img has shape {image}; a replay zarr's renders are square RGB frames (N, S, S, 3)")
+        if image[0] != rows or data["state"].shape[0] != rows:
+            raise ValueError(f"data/img holds {image[0]} rows, data/state {data['state'].shape[0]}, data/action {rows}")
+        check_episode_ends(zarr_replay.read_array(zarr.open_group(str(root), mode="r")["meta"]["episode_ends"]), rows)
+        return replay_zarr_record(root)
+    except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
+        raise BadInput(f"the replay zarr {str(root)!r} is damaged ({first_line(err)}); nothing was written; restore "
+                       f"it from a copy") from None
+
+
 def _copied_episodes(root: Path, position: int, frames: Container[int]) -> Iterator[Recorded]:
     """A replay zarr's episodes as they are, a chunk at a time; those in `frames` whole, as the zarr writer takes
-    them (renders, state, contacts, targets; no reward or success: the zarr stores none)."""
+    them (renders, state, contacts, targets; no reward or success: the zarr stores none). A chunk that does not
+    decode is bad input naming the zarr."""
+    try:
+        yield from _copied(root, position, frames)
+    except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
+        raise BadInput(f"the replay zarr {str(root)!r} is damaged ({first_line(err)}); nothing was written; restore "
+                       f"it from a copy") from None
+
+
+def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recorded]:
     group = zarr.open_group(str(root), mode="r")
     data = group["data"]
     ends = zarr_replay.read_array(group["meta"]["episode_ends"])

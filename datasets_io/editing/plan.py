@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from common import parallel, staging
+from common import parallel
 from common.cli import BadInput
-from common.files import symlink_in
-from datasets_io import formats, manifest
-from datasets_io.collection.plan import check_replaceable, format_names, recorded_command
+from datasets_io import folders, manifest
+from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
 from datasets_io.verify import check_metadata, replay_failures
@@ -81,6 +80,9 @@ def parse_fractions(items: list[str]) -> dict[str, float]:
         if not PART_NAME.match(name) or not 0 < fraction <= 1:
             raise BadInput(f"--fractions {item!r}: write NAME=F, NAME a folder name and F in (0, 1], e.g. "
                            f"train=0.9 val=0.1")
+        if name in FORMAT_CHOICES:  # OUT/lerobot would read as one format of a collection, not a part
+            raise BadInput(f"--fractions {item!r}: {name!r} is a format's name; name the parts otherwise, e.g. "
+                           f"train=0.9 val=0.1")
         if name in fractions:
             raise BadInput(f"--fractions names {name!r} twice; give each part once")
         fractions[name] = fraction
@@ -110,38 +112,6 @@ def check_input(source: Input) -> None:
     if problems:
         raise BadInput(f"the input {str(source.path)!r} fails its check ({problems[0]}); nothing was written. "
                        f"Check it with collect_dataset.py --verify, or restore it from a copy")
-
-
-def check_output(output: Path, overwrite: bool, inputs: list[Input]) -> str:
-    """"new" or "overwrite": an existing output is replaced only with --overwrite and only when we wrote all of it."""
-    if (problem := staging.output_name_problem(output)) is not None:
-        raise BadInput(problem)
-    if (link := symlink_in(output)) is not None:
-        raise BadInput(f"{str(link)!r} is a symbolic link; outputs and the datasets in them are never written "
-                       f"through one: give the real path")
-    for source in inputs:
-        ours, theirs = output.resolve(), source.root.resolve()
-        if ours == theirs or ours in theirs.parents or theirs in ours.parents:
-            raise BadInput(f"--output {str(output)!r} overlaps the input {str(source.path)!r}; an edit never writes "
-                           f"into its inputs: choose another --output")
-    try:
-        staging.recover(output)
-        staging.clear_stale_partial(output, replace_allowed=overwrite)
-    except staging.StagingError as err:
-        raise BadInput(str(err)) from None
-    if output.exists() and not output.is_dir():
-        raise BadInput(f"--output {str(output)!r} is a file; give a directory path")
-    if not output.is_dir() or staging.is_empty_dir(output):
-        return "new"
-    existing = formats.find(output) or {entry.name: entry for entry in sorted(output.iterdir())
-                                        if entry.is_dir() and formats.detect(entry) is not None}
-    if not existing:
-        raise BadInput(f"{str(output)!r} is not empty and holds no dataset; choose another --output")
-    if not overwrite:
-        raise BadInput(f"{str(output)!r} already holds a dataset; pass --overwrite to replace it or choose another "
-                       f"--output")
-    check_replaceable(output, existing)
-    return "overwrite"
 
 
 def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[str, ...]) -> dict:
@@ -202,7 +172,7 @@ def plan_edit(args: EditRequest) -> EditPlan:
     names = format_names(args.format) if args.format else (inputs[0].fmt,)
     settings = merged_settings(inputs, args.image_size, names)
     output = Path(args.output)
-    mode = check_output(output, args.overwrite, inputs)
+    mode = folders.check_output(args.output, args.overwrite, inputs=tuple(source.root for source in inputs)).mode
     # the episodes' facts, one pass over the inputs' low-dimensional data
     facts = [(s, ep.index, ep.seed, ep.length, source.source_of(ep)) for s, source in enumerate(inputs)
              for ep in source.episodes(s)]
@@ -243,7 +213,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
             parts[route[s, index]].frames += length
     edit = {"command": recorded_command(args.argv, "edit_dataset.py"),
             "inputs": [str(source.path) for source in inputs]}
-    record = {**settings, "runs": [run for source in inputs for run in source.collection["runs"]],
+    record = {**settings, "formats": list(names),
+              "runs": [run for source in inputs for run in source.collection["runs"]],
               "next_seed": max(source.collection["next_seed"] for source in inputs),
               "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit],
               **({"sources": sources} if sources is not None else {})}

@@ -68,6 +68,8 @@ def edit(plan: EditPlan) -> int:
                     card.write_card(root, title + (f"/{name}" if len(part_roots) > 1 else ""), name, plan.record,
                                     quality, [other for other in part_roots if other != name])
                     manifest.write(root)
+            if plan.parts[0].name:  # a split: one manifest over its parts says the folder is ours as a whole
+                manifest.write(stage.path)
             try:
                 stage.commit()
             except staging.StagingError as err:  # --output appeared or changed meanwhile: the new one is kept

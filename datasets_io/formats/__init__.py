@@ -87,11 +87,24 @@ def layout(path: Path, names: Sequence[str]) -> dict[str, Path]:
     return {names[0]: path} if len(names) == 1 else {name: path / name for name in names}
 
 
+def _written_together(root: Path, name: str) -> bool:
+    """Whether the `name` dataset at `root` says it is one format of a multi-format collection (its record's
+    `formats`); a record from before formats were recorded is taken at its folder's name."""
+    try:
+        written = FORMATS[name].read_collection(root).get("formats")
+    except (OSError, KeyError, ValueError, AttributeError):
+        return True  # damaged or foreign: its own checks say so
+    return written is None or (len(written) > 1 and name in written)
+
+
 def find(path: Path) -> dict[str, Path]:
-    """Every dataset of a collection folder, by format: `path` itself, or its `<format>` sub-folders."""
+    """Every dataset of a collection folder, by format: `path` itself, or its `<format>` sub-folders that the
+    collection wrote as its formats (never by their names alone: `data/lerobot` and `data/rlds` may be two
+    separate datasets)."""
     if (name := detect(path)) is not None:
         return {name: path}
-    return {name: path / name for name in FORMATS if (path / name).is_dir() and detect(path / name) == name}
+    return {name: path / name for name in FORMATS if (path / name).is_dir() and detect(path / name) == name
+            and _written_together(path / name, name)}
 
 
 def read_collection(roots: dict[str, Path]) -> dict:

@@ -43,7 +43,8 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ---- --overwrite replaces only what collect_dataset.py wrote -----------------------------------------------------
 
 def test_overwrite_keeps_the_users_files_beside_a_dataset(tmp_path: Path, capsys) -> None:
-    """The reported case: a dataset folder beside a thesis and code, the parent given as --output."""
+    """The reported case: a dataset folder beside a thesis and code, the parent given as --output (a dataset named
+    like a format is a dataset of its own, not one format of a collection at the parent: its record says so)."""
     parent = tmp_path / "p"
     (parent / "code").mkdir(parents=True)
     (parent / "thesis.tex").write_text("x")
@@ -54,7 +55,7 @@ def test_overwrite_keeps_the_users_files_beside_a_dataset(tmp_path: Path, capsys
     code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "1", "--output", str(parent), "--overwrite"],
                        capsys)
     line = one_error(err)
-    assert code == 2 and "code/" in line and "thesis.tex" in line and "nothing was touched" in line
+    assert code == 2 and "holds no dataset written by this project" in line and "nothing was touched" in line
     assert tree(parent) == before
 
 
@@ -102,7 +103,7 @@ def test_a_users_folder_named_like_a_staging_folder_is_left_alone(copy: Path, ca
     before, kept = tree(copy), tree(mine)
     code, _, err = run(collect_dataset.main, [*SHORT, "--episodes", "1", "--output", str(copy), "--format", *ALL,
                                               "--overwrite"], capsys)
-    assert code == 2 and mine.name in one_error(err) and "not made by collect_dataset.py" in err
+    assert code == 2 and mine.name in one_error(err) and "not made by this project" in err
     assert tree(copy) == before and tree(mine) == kept
 
 

@@ -268,7 +268,7 @@ def test_only_success_reports_a_shortfall(tmp_path: Path, capsys) -> None:
 def test_killed_run_leaves_the_dataset_and_a_hint(tmp_path: Path, capsys) -> None:
     root = collect(tmp_path / "ds", capsys, episodes=1)
     staging.partial_path(root).mkdir()  # what a kill -9 during a --resume leaves behind: a staging dir, unlocked
-    (staging.partial_path(root) / staging.LOCK_NAME).touch()
+    (staging.partial_path(root) / staging.LOCK_NAME).write_bytes(staging.MARKER_TEXT)
     code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), *SHORT], capsys)
     assert code == 2 and "interrupted run" in err and "--resume" in err
     collect(root, capsys, "--resume", episodes=2)
@@ -279,10 +279,10 @@ def test_killed_run_leaves_the_dataset_and_a_hint(tmp_path: Path, capsys) -> Non
 def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) -> None:
     root = collect(tmp_path / "ds", capsys, episodes=1)
     new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
-    (root / staging.REPLACED_NAME).touch()  # killed between the two renames of a commit
+    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)  # killed between the two renames of a commit
     os.rename(root, staging.old_path(root))
     os.rename(new, staging.partial_path(root))
-    (staging.partial_path(root) / staging.COMPLETE_NAME).touch()
+    (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
     collect(root, capsys, "--resume", episodes=2)
     seeds = [e["seed"] for e in pq.read_table(root / "meta/episodes").to_pylist()]
     assert seeds == [3, 4] and not staging.old_path(root).exists()
