@@ -1,6 +1,6 @@
 """Turn policy rollouts into demonstration datasets (LeRobot v3.0 / v2.1, Diffusion Policy zarr, RLDS), or verify.
 
-    python collect_dataset.py [--checkpoint PATH | --policy random] --episodes N --output DIR
+    python collect_dataset.py [--checkpoint PATH | --checkpoint-dir DIR | --policy random] --episodes N --output DIR
                               [--format FORMAT [FORMAT ...]] [--start-seed 0] [--workers 1] [--overwrite | --resume]
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
                               [--image-size 96] [--no-video] [--max-steps 300]
@@ -16,8 +16,8 @@ demonstrator's target at every visited state, the executed target is stored besi
 `data/executed_action`) and burst frames are marked (`imitate` false) so learners skip them. --verify replays such a
 dataset from its executed targets and recomputes every label with the demonstrator that collected it (or --checkpoint).
 By default only successful episodes are kept, trying further seeds (at most --max-attempts) until N are kept.
-Default policy: the newest checkpoint in --checkpoint-dir when it is given, else assets/policy.pt if present, else
-the newest checkpoint in checkpoints/.
+Default policy: the shipped demonstrator assets/policy.pt (as evaluate.py's), or the newest checkpoint in a
+--checkpoint-dir given.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
 --format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds (`both`: lerobot and zarr);
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
@@ -46,7 +46,6 @@ from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from datasets_io.collection.perturbation import DriverFactory
 from datasets_io.collection.plan import (
-    DEFAULT_POLICY,
     FORMAT_CHOICES,
     CollectionRequest,
     plan_collection,
@@ -57,18 +56,17 @@ from datasets_io.verify import run_verify
 from env.pusht_wrapper import MAX_EPISODE_STEPS
 from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
+from protocol.loading import CHECKPOINT_DIR_HELP, CHECKPOINT_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
     # no abbreviated flags: the recorded command must name every flag as parsed (plan.recorded_command)
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     allow_abbrev=False)
+                           allow_abbrev=False)
     parser.add_argument("--verify", metavar="DIR", help="replay every episode of DIR and compare; nothing else runs")
-    parser.add_argument("--checkpoint", help=f"training checkpoint or policy file (default: {DEFAULT_POLICY} if "
-                                             f"present, else the newest in --checkpoint-dir)")
-    parser.add_argument("--checkpoint-dir", default=CollectionRequest.checkpoint_dir,
-                        help="where to look for the newest checkpoint (default: %(default)s)")
+    parser.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    parser.add_argument("--checkpoint-dir", metavar="DIR", help=CHECKPOINT_DIR_HELP)
     parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
                         help="'random': uniform random actions, for tests without a checkpoint")
     parser.add_argument("--episodes", type=int,

@@ -44,7 +44,7 @@ HELP = {"merge": "the episodes of several datasets in one", "select": "the episo
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     allow_abbrev=False)
+                           allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in ("merge", "select", "split", "convert"):
         sub = commands.add_parser(name, help=HELP[name], description=HELP[name], allow_abbrev=False)

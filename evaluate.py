@@ -1,10 +1,12 @@
 """Evaluate a policy with the pusht-eval-v1 protocol (docs/protocol.md): a metrics JSON, mp4 videos, a GIF.
 
-    python evaluate.py [--checkpoint PATH | --policy random | --controller MODULE:FACTORY [--controller-arg K=V ...]
-                        [--image-size 96]] [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos]
+    python evaluate.py [--checkpoint PATH | --checkpoint-dir DIR | --policy random
+                        | --controller MODULE:FACTORY [--controller-arg K=V ...] [--image-size 96]]
+                       [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos]
                        [--gif PATH] [--output eval.json] [--overwrite] [--workers 1]
 
-Without --checkpoint the newest checkpoint in --checkpoint-dir (default: train.py's) is used. --controller runs any
+Without --checkpoint the shipped demonstrator assets/policy.pt is evaluated (as collect_dataset.py's default), or
+with --checkpoint-dir DIR the newest checkpoint there (train.py writes them to checkpoints/). --controller runs any
 policy with the downstream interface (a user's model, a LeRobot checkpoint through protocol.lerobot_policy:load, a
 learner saved by dataset_report.py through imitation.controller:load) on the same starts.
 Exit codes: 0 done, 2 bad input (one line on stderr), 74 an output file could not be written (e.g. full disk;
@@ -20,14 +22,14 @@ from dataclasses import fields
 from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from protocol.evaluation import EvaluationRequest, evaluate
+from protocol.loading import CHECKPOINT_DIR_HELP, CHECKPOINT_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the command (the contract tests enumerate them from here)."""
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", help="training checkpoint or policy file (default: newest in --checkpoint-dir)")
-    parser.add_argument("--checkpoint-dir", default=EvaluationRequest.checkpoint_dir,
-                        help="where to look for the newest checkpoint (default: %(default)s)")
+    parser.add_argument("--checkpoint", help=CHECKPOINT_HELP)
+    parser.add_argument("--checkpoint-dir", metavar="DIR", help=CHECKPOINT_DIR_HELP)
     parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
                         help="'random': uniform random actions, a baseline that needs no checkpoint")
     parser.add_argument("--episodes", type=int, default=EvaluationRequest.episodes)

@@ -37,7 +37,6 @@ from common.cli import (
 from common.files import WriteError, guarded_write, remove_created_dirs
 from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
-from protocol.checkpoints import DEFAULT_CHECKPOINT_DIR
 from protocol.loading import env_spec, load_checked_policy, random_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, Policy, run_episode, summarize
@@ -51,7 +50,7 @@ class EvaluationRequest:
     """What evaluate.py asks for, as its flags name it; callable from Python without argparse."""
 
     checkpoint: str | None = None
-    checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR  # where the newest one is looked for when `checkpoint` is None
+    checkpoint_dir: str | None = None  # the newest checkpoint there; None: not given (protocol/loading.py)
     policy: str = "checkpoint"  # or "random": the uniform random baseline
     episodes: int = 50
     start_seed: int = EVAL_START_SEED

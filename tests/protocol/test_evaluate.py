@@ -123,14 +123,19 @@ def test_training_start_curriculum_does_not_change_evaluation(tmp_path: Path,
     assert episodes[0] == episodes[1]
 
 
-def test_default_is_the_newest_training_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_default_is_the_shipped_demonstrator_and_a_checkpoint_dir_its_newest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """collect_dataset.py's default too (protocol/loading.py): training checkpoints in checkpoints/ do not change
+    what a bare command evaluates; --checkpoint-dir picks the newest of them."""
     monkeypatch.chdir(tmp_path)
     actor = GaussianActor(6, 2, 32)
     for step in (10, 20):
         policy = policy_payload(actor, PUSHT_ENV_ID, asdict(PushTOptions()), step)
         atomic_save({"format": TRAIN_FORMAT, "policy": policy}, Path("checkpoints") / checkpoint_name(step))
     code, _ = run_main(["--episodes", "1", "--videos", "0"], capsys)
+    assert code == 0
+    assert json.loads(Path("eval.json").read_text())["checkpoint"] == str(REPO / "assets" / "policy.pt")
+    code, _ = run_main(["--checkpoint-dir", "checkpoints", "--episodes", "1", "--videos", "0", "--overwrite"], capsys)
     assert code == 0
     result = json.loads(Path("eval.json").read_text())
     assert result["step"] == 20 and result["checkpoint"].endswith(checkpoint_name(20))
