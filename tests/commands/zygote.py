@@ -1,0 +1,92 @@
+"""Commands run as a user runs them, thousands of times, cheaply: a zygote process imports a command's module once
+and forks a child per run (its own process group, signals at their defaults, in its own folder), so a run costs
+its work, not an import of torch. The harnesses of tests/commands use it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+
+ZYGOTE = r"""
+import importlib, json, os, signal, sys, traceback
+sys.path.insert(0, sys.argv[1])
+module = importlib.import_module(sys.argv[2])
+sys.argv = [sys.argv[2] + ".py"]
+for line in sys.stdin:
+    case = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)  # its own group, as a shell's job: a signal reaches it and any worker it starts
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.chdir(case["cwd"])
+        for fd, name in ((1, "out"), (2, "err")):
+            handle = os.open(case[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(handle, fd)
+        try:
+            code = module.main(case["argv"])
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            code = 99
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print(json.dumps(pid), flush=True)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps(os.waitstatus_to_exitcode(status)), flush=True)
+"""
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root`, links not followed, files by their SHA-256."""
+    found = {}
+    for directory, folders, files in os.walk(root):
+        for name in folders + files:
+            path = Path(directory) / name
+            found[path.relative_to(root).as_posix()] = (
+                f"link {os.readlink(path)}" if path.is_symlink() else
+                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir")
+    return found
+
+
+class Zygote:
+    """One command module imported once; each `run` forks a child that runs its main(argv) in `cwd`."""
+
+    def __init__(self, command: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, cwd=REPO,
+                                        env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
+                                             "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
+
+    def run(self, argv: list[str], cwd: Path, signal_after: float | None = None,
+            signum: int = signal.SIGINT) -> tuple[int, str, str, float]:
+        """(exit code, stdout, stderr, seconds) of one run, signalled `signal_after` seconds after its fork."""
+        out, err = cwd.parent / f"{cwd.name}.out", cwd.parent / f"{cwd.name}.err"
+        self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err)})
+                                 + "\n")
+        self.process.stdin.flush()
+        pid = json.loads(self.process.stdout.readline())
+        started = time.perf_counter()
+        if signal_after is not None:
+            time.sleep(signal_after)
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:  # it finished first: a complete result
+                pass
+        code = json.loads(self.process.stdout.readline())
+        return code, out.read_text(), err.read_text(), time.perf_counter() - started
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
