@@ -230,18 +230,6 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dic
     return data
 
 
-def png_drawn_by(path: str | Path, source: str) -> bool:
-    """Whether the file at `path` is a PNG whose Source field is `source`: how --overwrite tells a plot we drew from
-    the user's image of the same name."""
-    from PIL import Image  # matplotlib's own dependency, loaded only by the commands that plot
-
-    try:
-        with Image.open(path) as image:
-            return image.format == "PNG" and image.text.get("Source") == source
-    except (OSError, ValueError):
-        return False
-
-
 def sha256_file(path: str | Path) -> str:
     """A file's SHA-256, read in blocks: what manifests and evaluation records identify files by."""
     with open(path, "rb") as handle:

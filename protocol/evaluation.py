@@ -6,13 +6,11 @@ processes, with the same records, ordered by seed.
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import gymnasium as gym
 import imageio
@@ -30,11 +28,10 @@ from common.cli import (
     check_output_file,
     check_writable_dir,
     first_line,
-    json_with_keys,
-    output_file,
     refuse_symlink,
 )
 from common.files import WriteError, guarded_write, remove_created_dirs
+from common.ownership import stamp_gif, stamp_json, written_by
 from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
 from protocol.loading import env_spec, load_checked_policy, random_policy
@@ -42,7 +39,7 @@ from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, Policy, run_episode, summarize
 
 GIF_SIZE = 256
-RESULT_KEYS = ("protocol", "env_id", "episodes", "summary")  # what every metrics JSON of this module holds
+WRITER = "evaluate.py"  # the stamp on the metrics JSON and the GIF (common/ownership.py): what --overwrite may replace
 
 
 @dataclass(frozen=True)
@@ -141,14 +138,15 @@ class Evaluator:
             partial.with_name(video_name(seed, not record.success)).unlink(missing_ok=True)
             os.replace(partial, partial.with_name(video_name(seed, record.success)))
         if record_gif:
-            with guarded_write(self.job.gif.path, advice), self.job.gif.open() as handle:
-                write_gif(handle, gif_frames)
+            with guarded_write(self.job.gif.path, advice):
+                self.job.gif.write(gif_bytes(gif_frames))
         return record
 
 
-def write_gif(target: BinaryIO, frames: list[np.ndarray]) -> None:
-    """The GIF of `frames` at the control rate, looping (into a temp file: `atomic_file` renames it in place)."""
-    iio.imwrite(target, np.stack(frames), extension=".gif", duration=1000 / CONTROL_HZ, loop=0)
+def gif_bytes(frames: list[np.ndarray]) -> bytes:
+    """The GIF of `frames` at the control rate, looping, stamped as ours."""
+    gif = iio.imwrite("<bytes>", np.stack(frames), extension=".gif", duration=1000 / CONTROL_HZ, loop=0)
+    return stamp_gif(gif, WRITER)
 
 
 def check_video(path: Path, frames: int) -> None:
@@ -212,32 +210,30 @@ def validate(request: EvaluationRequest) -> parallel.Backend:
 def check_gif_writer() -> None:
     """Encode a two-frame GIF in memory: a missing or broken writer is named before any episode runs."""
     try:
-        write_gif(io.BytesIO(), [np.zeros((8, 8, 3), np.uint8)] * 2)
+        gif_bytes([np.zeros((8, 8, 3), np.uint8)] * 2)
     except Exception as err:  # imageio raises many types for a missing plugin
         raise BadInput(f"cannot write GIFs here ({type(err).__name__}: {first_line(err)}); install Pillow or "
                        f"drop --gif") from None
 
 
 def check_media(request: EvaluationRequest) -> OutputFile | None:
-    """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite. The GIF's
-    `OutputFile` (None without --gif)."""
+    """Videos and the GIF are outputs too: an existing one is replaced only with --overwrite, the GIF only if it is
+    one of ours, unchanged. The GIF's `OutputFile` (None without --gif)."""
     seeds = range(request.start_seed, request.start_seed + min(request.videos, request.episodes))
     videos = [Path(request.video_dir) / video_name(seed, success) for seed in seeds for success in (True, False)]
     if request.videos:
         refuse_symlink(Path(request.video_dir), "--video-dir")
-    if request.gif:
-        refuse_symlink(Path(request.gif), "--gif")
-    found = [path for path in [*videos, *([Path(request.gif)] if request.gif else [])] if os.path.lexists(path)]
+    found = [path for path in videos if os.path.lexists(path)]
     if found and not request.overwrite:
-        raise BadInput(f"{str(found[0])!r} already exists; pass --overwrite to replace the videos and GIF of this run, "
-                       f"or choose another --video-dir / --gif")
+        raise BadInput(f"{str(found[0])!r} already exists; pass --overwrite to replace the videos of this run, or "
+                       f"choose another --video-dir")
     if (folder := next((path for path in found if path.is_symlink() or path.is_dir()), None)) is not None:
         raise BadInput(f"{str(folder)!r} is a folder or a symbolic link, not a file this run wrote; nothing was "
-                       f"touched; move it or choose another --video-dir / --gif")
-    if not request.gif:
-        return None
-    check_gif_writer()
-    return output_file(request.gif, "--gif")
+                       f"touched; move it or choose another --video-dir")
+    gif = check_output_file(request.gif, "--gif", request.overwrite, written_by(WRITER), "a GIF written by evaluate.py")
+    if gif is not None:
+        check_gif_writer()
+    return gif
 
 
 def check_output_dirs(request: EvaluationRequest) -> list[Path]:
@@ -283,7 +279,7 @@ def evaluate(request: EvaluationRequest) -> dict:
     if (request.videos or request.gif) and env_id != PUSHT_ENV_ID:  # before any folder is made for them
         raise BadInput(f"videos and GIFs need {PUSHT_ENV_ID}; pass --videos 0 and no --gif")
     # the inputs above, then the outputs: a missing checkpoint is named, not a video of an earlier run
-    output = check_output_file(request.output, "--output", request.overwrite, json_with_keys(*RESULT_KEYS),
+    output = check_output_file(request.output, "--output", request.overwrite, written_by(WRITER),
                                "a metrics JSON written by evaluate.py")
     gif = check_media(request)
     created = check_output_dirs(request)
@@ -310,6 +306,7 @@ def evaluate(request: EvaluationRequest) -> dict:
     }
     print_table(result)  # before writing: a full disk still shows the results
     with guarded_write(request.output, "free space or pass --output on another disk, then run again"):
-        output.write((json.dumps(result, indent=2) + "\n").encode())
-    print(f"wrote {request.output}" + (f"; videos in {request.video_dir}/" if request.videos else ""))
+        output.write(stamp_json(result, WRITER))
+    print(f"wrote {request.output}" + (f"; videos in {request.video_dir}/" if request.videos else "")
+          + (f"; GIF {request.gif}" if request.gif else ""))
     return result

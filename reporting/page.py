@@ -40,7 +40,7 @@ from reporting.plot import scaling_figure  # noqa: E402
 
 FLAGS_NOTE = "A seed replays its episode: evaluate.py's --start-seed SEED --episodes 1 runs a policy from that start."
 NO_VERIFY = "Episodes whose replay fails are listed when the report runs with --verify."
-GENERATOR = "pusht_sac dataset_report.py"  # the page's <meta name="generator">: how --overwrite knows it is ours
+GENERATOR = "pusht_sac dataset_report.py"  # the page's <meta name="generator">
 GOAL_POSE = np.array([256.0, 256.0, np.pi / 4])  # gym-pusht's target pose of the T (x, y, angle)
 SAMPLE_EPISODES = 8  # trajectories drawn per dataset
 STRIP_EPISODES, STRIP_FRAMES = 3, 8  # the frame strip: episodes, frames of each
@@ -62,16 +62,6 @@ class PageDataset:
         root, budget = Path(self.entry["dataset"]), self.entry["max_frames"]
         name = f"{root.parent.name}/{root.name}" if root.name in FORMATS else root.name
         return name + (f" ({budget:,} frames)" if budget else "")
-
-
-def written_here(path: Path) -> bool:
-    """Whether the file at `path` is a page this module wrote (its generator tag, near the top)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(2048).decode(errors="replace")
-    except OSError:
-        return False
-    return f'<meta name="generator" content="{GENERATOR}">' in head
 
 
 def _png(fig: plt.Figure) -> str:

@@ -3,6 +3,7 @@ trained: the learning curve), one line per dataset, learner and horizon, seeds a
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,11 +14,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from common.cli import OutputFile
-from common.files import png_drawn_by
+from common.ownership import stamp_png, written_by
 
-# a PNG text field: how --overwrite knows a plot is ours (named for the module's first home: the plots drawn
-# since, assets/ among them, stay ours)
-PLOT_SOURCE = "pusht_sac imitation.plot"
+WRITER = "reporting/plot.py"  # the stamp on its PNGs (common/ownership.py), whichever command drew them
 AXES = {"frames": "training frames (whole episodes)", "steps": "learner training steps (whole cosine schedules)"}
 
 
@@ -32,17 +31,16 @@ def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
     return points
 
 
-def plotted_here(path: Path) -> bool:
-    """Whether the PNG at `path` was drawn by `plot_scaling` (its Source field)."""
-    return png_drawn_by(path, PLOT_SOURCE)
+plotted_here = written_by(WRITER)  # --overwrite's test: a plot drawn by `plot_scaling`, its pixels unchanged
 
 
 def plot_scaling(rows: Sequence[dict], out: OutputFile, title: str, x: str = "frames") -> None:
-    """Write `scaling_figure` as a PNG marked as ours."""
+    """Write `scaling_figure` as a PNG stamped as ours."""
     fig = scaling_figure(rows, title, x)
-    with out.open() as handle:
-        fig.savefig(handle, format="png", dpi=120, metadata={"Source": PLOT_SOURCE})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    out.write(stamp_png(png.getvalue(), WRITER))
 
 
 def scaling_figure(rows: Sequence[dict], title: str, x: str = "frames") -> plt.Figure:

@@ -120,7 +120,7 @@ RAW_WRITES: dict[str, set[str]] = {
     "datasets_io/formats/zarr_replay.py": {"zarr.open_group"},
     "imitation/judge.py": {"shutil.rmtree"},  # a job's own work folder, once its result is stored
     "reporting/page.py": {"savefig"},  # into memory
-    "reporting/plot.py": {"savefig"},  # into common.files.atomic_file's handle
+    "reporting/plot.py": {"savefig"},  # into memory, stamped (common/ownership.py) and written through the guard
     "tools/plot_curves.py": {"savefig"},  # the same
     "protocol/checkpoints.py": {"unlink"},  # our own checkpoints and their temp files, under the folder's lock
     "protocol/evaluation.py": {"os.replace", "unlink"},  # its own partial videos, renamed into place

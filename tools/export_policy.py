@@ -1,6 +1,9 @@
 """Write the slim policy file (`pusht_sac.policy/1`, actor only) from a training checkpoint.
 
     python tools/export_policy.py runs/B/ckpt/ckpt_0000500000.pt assets/policy.pt [--overwrite]
+
+An existing output is replaced only with --overwrite, and only a policy file of ours (it loads as one, weights-only);
+bad input is one line and exit 2, a failed write (full disk) exit 74 with the previous file intact.
 """
 
 from __future__ import annotations
@@ -9,34 +12,41 @@ import argparse
 import sys
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common.files import CheckpointError, load_file
-from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT, save_policy
+from common.cli import BadInput, CommandParser, check_output_file, check_writable_dir, run_command  # noqa: E402
+from common.files import CheckpointError, guarded_write, load_file  # noqa: E402
+from common.ownership import torch_file_of  # noqa: E402
+from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("output", type=Path)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    parser.add_argument("--overwrite", action="store_true", help="replace a policy file written earlier")
     args = parser.parse_args(argv)
-    if args.output.exists() and not args.overwrite:
-        print(f"error: {str(args.output)!r} exists; pass --overwrite to replace it", file=sys.stderr)
-        return 2
-    try:
-        data = load_file(args.checkpoint)
-    except CheckpointError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    payload = data.get("policy") if data["format"] == TRAIN_FORMAT else data
-    if not payload or payload.get("format") != POLICY_FORMAT:
-        print(f"error: {str(args.checkpoint)!r} holds no policy; pass a checkpoint written by train.py",
-              file=sys.stderr)
-        return 2
-    path = save_policy(args.output, payload)
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB, env step {payload['step']})")
-    return 0
+
+    def body() -> int:
+        try:
+            data = load_file(args.checkpoint)
+        except CheckpointError as err:
+            raise BadInput(str(err)) from None
+        payload = data.get("policy") if data["format"] == TRAIN_FORMAT else data
+        if not payload or payload.get("format") != POLICY_FORMAT:
+            raise BadInput(f"{str(args.checkpoint)!r} holds no policy; pass a checkpoint written by train.py")
+        output = check_output_file(str(args.output), "output", args.overwrite, torch_file_of(POLICY_FORMAT),
+                                   "a policy file")
+        check_writable_dir(args.output.parent, "output")
+        with guarded_write(args.output, "free space or write the policy on another disk, then run again"):
+            with output.open() as handle:
+                torch.save(payload, handle)
+        print(f"wrote {args.output} ({args.output.stat().st_size / 1024:.0f} KB, env step {payload['step']})")
+        return 0
+
+    return run_command(body, "interrupted; nothing was written")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,14 @@
 
     python tools/plot_curves.py --log-dir logs [--output curves] [--overwrite]
 
-An existing PNG is replaced only with --overwrite, and only one this tool drew (its Source field); exit 2 with one
-line otherwise, before anything is drawn.
+An existing PNG is replaced only with --overwrite, and only one this tool drew, unchanged (its stamp:
+common/ownership.py); exit 2 with one line otherwise, before anything is drawn.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -27,7 +28,8 @@ from common.cli import (  # noqa: E402
     check_writable_dir,
     run_command,
 )
-from common.files import guarded_write, png_drawn_by  # noqa: E402
+from common.files import guarded_write  # noqa: E402
+from common.ownership import stamp_png, written_by  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
 FIGURES = {
@@ -47,12 +49,7 @@ def load_scalars(log_dir: Path) -> dict[str, tuple[list[int], list[float]]]:
             for tag in accumulator.Tags()["scalars"]}
 
 
-PLOT_SOURCE = "pusht_sac tools/plot_curves.py"  # the PNG's Source field: how --overwrite tells our plots
-
-
-def drawn_here(path: Path) -> bool:
-    """Whether the PNG at `path` was drawn by this tool (its Source field)."""
-    return png_drawn_by(path, PLOT_SOURCE)
+WRITER = "tools/plot_curves.py"  # the stamp on its PNGs (common/ownership.py): what --overwrite may replace
 
 
 def figures(scalars: dict[str, tuple[list[int], list[float]]]) -> dict[str, list[tuple[str, str]]]:
@@ -77,9 +74,10 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, O
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
         fig.tight_layout()
-        with outputs[name].open() as handle:
-            fig.savefig(handle, format="png", metadata={"Source": PLOT_SOURCE})
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
         plt.close(fig)
+        outputs[name].write(stamp_png(png.getvalue(), WRITER))
         written.append(outputs[name].path)
     return written
 
@@ -95,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
         if not scalars:
             raise BadInput(f"no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir")
-        outputs = {name: check_output_file(str(args.output / name), "--output", args.overwrite, drawn_here,
+        outputs = {name: check_output_file(str(args.output / name), "--output", args.overwrite, written_by(WRITER),
                                            "PNGs drawn by tools/plot_curves.py") for name in figures(scalars)}
         check_writable_dir(args.output, "--output")
         with guarded_write(args.output, "free space or pass --output on another disk, then run again"):

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             raise BadInput("--x steps needs the reports' runs (dataset_report.py --json writes them)")
         if not rows:
             raise BadInput("no rows left to draw; check --learner and --exec-horizon")
-        output = check_output_file(args.output, "--output", args.overwrite, plotted_here, "plots drawn by this tool")
+        output = check_output_file(args.output, "--output", args.overwrite, plotted_here,
+                                   "a plot drawn by this tool or dataset_report.py --plot")
         check_writable_dir(Path(args.output).parent, "--output")
         with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
             plot_scaling(rows, output, args.title or f"success against {AXES[args.x]} (pusht-eval-v1)", args.x)

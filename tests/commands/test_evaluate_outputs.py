@@ -45,10 +45,11 @@ def test_a_bad_output_is_one_line_before_any_episode(tmp_path: Path, capsys, arg
 
 def test_the_gif_replaces_the_previous_one_by_rename(tmp_path: Path, capsys) -> None:
     gif = tmp_path / "first.gif"
-    gif.write_bytes(b"an earlier GIF of ours")
+    argv = ["--policy", "random", "--episodes", "1", "--videos", "0", "--gif", str(gif), "--output",
+            str(tmp_path / "eval.json"), "--overwrite"]
+    assert run(evaluate.main, argv, capsys)[0] == 0  # an earlier GIF of ours
     previous_inode = gif.stat().st_ino
-    code, _, err = run(evaluate.main, ["--policy", "random", "--episodes", "1", "--videos", "0", "--gif", str(gif),
-                                       "--output", str(tmp_path / "eval.json"), "--overwrite"], capsys)
+    code, _, err = run(evaluate.main, argv, capsys)
     assert code == 0, err
     assert gif.read_bytes()[:6] == b"GIF89a" and gif.stat().st_ino != previous_inode  # a new file, renamed in
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.json", "first.gif"]  # no temp file left

@@ -19,8 +19,10 @@ from PIL import Image
 
 import collect_dataset
 import dataset_report
+from common.ownership import written_by
 from datasets_io.collection.run import store_quality
-from reporting.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs, written_here
+from reporting.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs
+from reporting.report import WRITER
 
 SECTIONS = ["header", "coverage", "trajectories", "distributions", "flags"]
 CHROMIUM = shutil.which("chromium")
@@ -79,7 +81,7 @@ def test_the_page_has_every_section_and_the_reports_numbers(datasets, tmp_path: 
     ours, human = datasets
     result, text = report(tmp_path, capsys, str(ours), "--reference", str(human))
     page = Page(text)
-    assert page.sections == SECTIONS and page.generator == GENERATOR and written_here(tmp_path / "report.html")
+    assert page.sections == SECTIONS and page.generator == GENERATOR and written_by(WRITER)(tmp_path / "report.html")
     assert all(src.startswith("data:image/png;base64,") for _, src in page.images) and page.urls == [
         src for _, src in page.images]
     classes = [cls for cls, _ in page.images]

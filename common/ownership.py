@@ -1,0 +1,122 @@
+"""Which files are ours, judged as datasets are: by the bytes we wrote. Every single file a command writes for the user
+carries a stamp, `pusht_sac TOOL sha256:DIGEST`, proving its own content; --overwrite (common.cli.check_output_file's
+`ours`) replaces only a file whose stamp still holds, so one edit anywhere makes the file the user's.
+
+- JSON and HTML: DIGEST is the SHA-256 of the file's bytes as written with DIGEST itself spelled as 64 zeros (the
+  JSON's last key, "written_by"; the page's last line, a comment). A key added, a value changed or the file
+  reformatted breaks it, and no canonical form is needed to check it.
+- PNG and GIF: DIGEST is the SHA-256 of the decoded pixels (a PNG text chunk "written_by", a GIF comment), which the
+  stamp's own bytes do not touch: a pixel changed breaks it; re-stamping an image changes its metadata only.
+- Policy files are torch files, read weights-only: ours when they load as a file of one of our formats.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import struct
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+from common.files import CheckpointError, load_file
+
+STAMP_KEY = "written_by"  # the JSON key, the PNG text keyword
+_ZEROS = "0" * 64
+_STAMP = re.compile(rb"pusht_sac (\S+) sha256:([0-9a-f]{64})")
+_PNG = b"\x89PNG\r\n\x1a\n"
+_GIF = (b"GIF87a", b"GIF89a")
+
+
+def _stamp(tool: str, digest: str) -> str:
+    return f"pusht_sac {tool} sha256:{digest}"
+
+
+def _sealed(text: str, tool: str) -> bytes:
+    """`text` holding `_stamp(tool, zeros)`, its zeros replaced by the SHA-256 of the bytes with them in place."""
+    raw = text.encode()
+    slot = _stamp(tool, _ZEROS).encode()
+    at = raw.rindex(slot)
+    return raw[:at] + _stamp(tool, hashlib.sha256(raw).hexdigest()).encode() + raw[at + len(slot):]
+
+
+def stamp_json(data: dict, tool: str) -> bytes:
+    """`data` as the JSON file `tool` writes (indented, one trailing newline), stamped under its last key."""
+    return _sealed(json.dumps({**data, STAMP_KEY: _stamp(tool, _ZEROS)}, indent=2) + "\n", tool)
+
+
+def stamp_html(page: str, tool: str) -> bytes:
+    """The page `tool` writes, its stamp a comment on the last line."""
+    return _sealed(f"{page}<!-- {STAMP_KEY} {_stamp(tool, _ZEROS)} -->\n", tool)
+
+
+def _pixels_digest(image: bytes) -> str:
+    """The SHA-256 of a PNG's or GIF's decoded pixels (every frame of a GIF, as RGBA), with their sizes and modes."""
+    from PIL import Image, ImageSequence  # matplotlib's own dependency, loaded only where images are
+
+    digest = hashlib.sha256()
+    with Image.open(io.BytesIO(image)) as opened:
+        for frame in ImageSequence.Iterator(opened):
+            pixels = frame.convert("RGBA") if opened.format == "GIF" else frame
+            digest.update(f"{pixels.mode} {pixels.size}\n".encode())
+            digest.update(pixels.tobytes())
+    return digest.hexdigest()
+
+
+def stamp_png(png: bytes, tool: str) -> bytes:
+    """`png` with a "written_by" text chunk before its end: the stamp of its pixels."""
+    text = STAMP_KEY.encode() + b"\0" + _stamp(tool, _pixels_digest(png)).encode()
+    chunk = struct.pack(">I", len(text)) + b"tEXt" + text + struct.pack(">I", zlib.crc32(b"tEXt" + text))
+    end = png.rindex(b"IEND") - 4  # the last chunk's length field
+    return png[:end] + chunk + png[end:]
+
+
+def stamp_gif(gif: bytes, tool: str) -> bytes:
+    """`gif` with a comment extension after its global colour table: the stamp of its frames."""
+    comment = _stamp(tool, _pixels_digest(gif)).encode()
+    flags = gif[10]
+    start = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)  # header, screen descriptor, colour table
+    return b"GIF89a" + gif[6:start] + b"\x21\xfe" + bytes([len(comment)]) + comment + b"\0" + gif[start:]
+
+
+def _image_stamp(image: bytes) -> bytes | None:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(image)) as opened:
+        found = opened.text.get(STAMP_KEY) if opened.format == "PNG" else opened.info.get("comment")
+    return found.encode() if isinstance(found, str) else found
+
+
+def _stamp_holds(raw: bytes, tools: tuple[str, ...]) -> bool:
+    if raw.startswith(_PNG) or raw[:6] in _GIF:
+        found = _STAMP.fullmatch(_image_stamp(raw) or b"")
+        return bool(found) and found[1].decode() in tools and _pixels_digest(raw) == found[2].decode()
+    for found in _STAMP.finditer(raw):
+        zeroed = raw[:found.start(2)] + _ZEROS.encode() + raw[found.end(2):]
+        if found[1].decode() in tools and hashlib.sha256(zeroed).hexdigest() == found[2].decode():
+            return True
+    return False
+
+
+def written_by(*tools: str) -> Callable[[Path], bool]:
+    """`ours` for an output of `tools`: whether the file at a path carries one of their stamps and it still holds."""
+    from PIL import Image
+
+    def test(path: Path) -> bool:
+        try:
+            return _stamp_holds(Path(path).read_bytes(), tools)
+        except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError):  # no image, or a broken one
+            return False
+    return test
+
+
+def torch_file_of(*formats: str) -> Callable[[Path], bool]:
+    """`ours` for a torch file: whether the file at a path loads weights-only as one of `formats`."""
+    def test(path: Path) -> bool:
+        try:
+            return load_file(path)["format"] in formats
+        except CheckpointError:
+            return False
+    return test
