@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -131,9 +130,9 @@ def output_file(path: str | Path, flag: str) -> OutputFile:
 def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool],
                       what: str) -> OutputFile | None:
     """An output file may be new, or replaced with --overwrite when it is one this project wrote (`ours` says, from
-    its content): a user's file of the same name is never overwritten. Its folder is checked apart
-    (`check_writable_dir`), once the inputs are known to be good, so a refused run leaves no folder behind. The
-    `OutputFile` to write it through (None without a path)."""
+    its content: common/ownership.py's stamps): a user's file of the same name, or one of ours edited since, is
+    never overwritten. Its folder is checked apart (`check_writable_dir`), once the inputs are known to be good, so
+    a refused run leaves no folder behind. The `OutputFile` to write it through (None without a path)."""
     if path is None:
         return None
     if not path:
@@ -141,24 +140,13 @@ def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callab
     out = Path(path)
     refuse_symlink(out, flag)
     if out.is_dir():
-        raise BadInput(f"{flag} {str(out)!r} is a directory; give a file path such as {out / 'out.json'}")
+        raise BadInput(f"{flag} {str(out)!r} is a folder; give a file path such as {out / ('out' + out.suffix)}")
     if out.exists() and not overwrite:
         raise BadInput(f"{str(out)!r} already exists; pass --overwrite to replace it or choose another {flag}")
     if out.exists() and not ours(out):
         raise BadInput(f"--overwrite replaces only {what}, and {str(out)!r} is not one; nothing was touched; choose "
                        f"another {flag}")
     return output_file(out, flag)
-
-
-def json_with_keys(*keys: str) -> Callable[[Path], bool]:
-    """Whether a file is a JSON object holding `keys`: how a metrics or report file of ours is told from others."""
-    def test(path: Path) -> bool:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
-            return False
-        return isinstance(data, dict) and all(key in data for key in keys)
-    return test
 
 
 def refuse_symlink(path: Path, option: str) -> None:
