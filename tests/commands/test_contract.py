@@ -11,16 +11,13 @@ Hypothesis.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from zygote import Zygote, tree
 
 import collect_dataset
 import dataset_report
@@ -155,46 +152,6 @@ def command_line(option: Option, value: str) -> list[str]:
     return [*option.words, *base, *NEEDS.get(option.flag, []), option.flag, value]
 
 
-ZYGOTE = r"""
-import importlib, json, os, sys, traceback
-sys.path.insert(0, sys.argv[1])
-module = importlib.import_module(sys.argv[2])
-sys.argv = [sys.argv[2] + ".py"]  # argparse names the program by it
-for line in sys.stdin:
-    case = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(case["cwd"])
-        for fd, name in ((1, "out"), (2, "err")):
-            handle = os.open(case[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(handle, fd)
-        try:
-            code = module.main(case["argv"])
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
-        except BaseException:
-            traceback.print_exc()
-            code = 99
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    print(json.dumps(os.waitstatus_to_exitcode(status)), flush=True)
-"""
-
-
-def tree(root: Path) -> dict[str, str]:
-    """Every entry under `root`, links not followed (a link's target named), files by their SHA-256."""
-    found = {}
-    for directory, folders, files in os.walk(root):
-        for name in folders + files:
-            path = Path(directory) / name
-            key = path.relative_to(root).as_posix()
-            found[key] = (f"link {os.readlink(path)}" if path.is_symlink() else
-                          hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir")
-    return found
-
-
 def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: Path, dataset: Path) -> list[str]:
     """Each case in a fresh folder of its own through the command's zygote; the broken promises, one line each."""
     jobs = []
@@ -206,17 +163,10 @@ def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: 
             os.symlink(dataset, folder / "ds")  # read only: the tree below follows no link
         argv = command_line(option, value.replace("{folder}", str(folder)))
         jobs.append((option, value, must_refuse, folder, argv, tree(folder)))
-    zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=REPO,
-                              env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
-                                   "TQDM_DISABLE": "1"})
+    zygote = Zygote(command)
     broken = []
     for option, value, must_refuse, folder, argv, before in jobs:
-        out, err = folder.parent / f"{folder.name}.out", folder.parent / f"{folder.name}.err"
-        zygote.stdin.write(json.dumps({"argv": argv, "cwd": str(folder), "out": str(out), "err": str(err)}) + "\n")
-        zygote.stdin.flush()
-        code = json.loads(zygote.stdout.readline())
-        stderr = err.read_text()
+        code, _, stderr, _ = zygote.run(argv, folder)
         errors = [line for line in stderr.splitlines() if "error:" in line]
         where = f"{option.name} {value!r} (exit {code})"
         if "Traceback" in stderr:
@@ -234,8 +184,7 @@ def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: 
             pass
         else:
             broken.append(f"{where}: {errors[-1] if errors else 'accepted (no error line)'}")
-    zygote.stdin.close()
-    zygote.wait(timeout=60)
+    zygote.close()
     return broken
 
 
