@@ -77,7 +77,8 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, O
         png = io.BytesIO()
         fig.savefig(png, format="png")
         plt.close(fig)
-        outputs[name].write(stamp_png(png.getvalue(), WRITER))
+        with guarded_write(outputs[name].path, "free space or pass --output on another disk, then run again"):
+            outputs[name].write(stamp_png(png.getvalue(), WRITER))
         written.append(outputs[name].path)
     return written
 
@@ -96,9 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         outputs = {name: check_output_file(str(args.output / name), "--output", args.overwrite, written_by(WRITER),
                                            "PNGs drawn by tools/plot_curves.py") for name in figures(scalars)}
         check_writable_dir(args.output, "--output")
-        with guarded_write(args.output, "free space or pass --output on another disk, then run again"):
-            for path in plot(scalars, outputs):
-                print(f"wrote {path}")
+        for path in plot(scalars, outputs):
+            print(f"wrote {path}")
         return 0
 
     return run_command(body, "interrupted; the PNGs written so far are complete")

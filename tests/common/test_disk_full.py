@@ -23,10 +23,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+import torch
 from conftest import run_script
+from torch.utils.tensorboard import SummaryWriter
 
-from common.files import load_file
+from common.files import atomic_save, load_file
 from protocol.checkpoints import list_checkpoints, load_latest
+from protocol.policy_file import TRAIN_FORMAT, policy_payload
+from sac.actor import GaussianActor
 
 
 def file_size_limit(max_bytes: int) -> Callable[[], None]:
@@ -162,3 +167,33 @@ def test_a_video_that_does_not_fit_leaves_no_partial_file(tmp_path):
     assert result.stderr.rstrip().endswith(errors[0]), result.stderr  # one line: nothing of the message follows
     assert list(videos.iterdir()) == []  # neither the partial file nor a torn video under the final name
     assert not out.exists()
+
+
+# ---- the tools: a policy file, the plots --------------------------------------------------------------------
+
+def tool_command(tool: str, tmp: Path) -> tuple[list[str], Path]:
+    """A tool's command line writing one file, and that file (its inputs made in `tmp`)."""
+    if tool == "export_policy":
+        torch.manual_seed(0)
+        atomic_save({"format": TRAIN_FORMAT, "policy": policy_payload(GaussianActor(24, 2, 32), "gym_pusht/PushT-v0",
+                                                                      {}, 1)}, tmp / "ckpt.pt")
+        return ["tools/export_policy.py", str(tmp / "ckpt.pt"), str(tmp / "out" / "policy.pt")], tmp / "out/policy.pt"
+    if tool == "plot_scaling":
+        row = {"dataset": "ours", "frames": 1000, "learner": "flow", "exec_horizon": 8, "seeds": [0],
+               "success_rate": {"mean": 0.5, "std": 0.1}}
+        (tmp / "report.json").write_text(json.dumps({"imitation": {"summary": [row]}}))
+        return ["tools/plot_scaling.py", str(tmp / "report.json"), "--output", str(tmp / "out/plot.png")], \
+            tmp / "out/plot.png"
+    with SummaryWriter(tmp / "logs") as writer:
+        writer.add_scalar("Alpha", 0.5, 1)
+    return ["tools/plot_curves.py", "--log-dir", str(tmp / "logs"), "--output", str(tmp / "out")], tmp / "out/alpha.png"
+
+
+@pytest.mark.parametrize("tool", ["export_policy", "plot_scaling", "plot_curves"])
+def test_a_tools_output_that_does_not_fit_keeps_the_previous_one(tmp_path, tool):
+    argv, out = tool_command(tool, tmp_path)
+    first = run_script(*argv)
+    assert first.returncode == 0, first.stderr
+    before = out.read_bytes()
+    write_failed(run_limited(len(before) // 2, *argv, "--overwrite"), out)
+    assert [p.name for p in out.parent.iterdir()] == [out.name] and out.read_bytes() == before
