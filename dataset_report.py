@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "(collect_dataset.py --verify's replay check), and list those that fail with their "
                              "seeds (in the JSON and the --html page)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --json, --plot or --html file written by this command")
+                        help="replace a --json, --plot or --html file written by this command, unchanged since")
     return parser
 
 

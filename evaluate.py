@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--video-dir", default=EvaluationRequest.video_dir)
     parser.add_argument("--gif", help="also write a small GIF of the first episode here")
     parser.add_argument("--output", default=EvaluationRequest.output)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier run's videos, and its --output and --gif if unchanged since")
     parser.add_argument("--workers", type=int, default=EvaluationRequest.workers,
                         help=f"processes running episodes in parallel (1 to {MAX_WORKERS})")
     parser.add_argument("--controller", metavar="MODULE:FACTORY",
