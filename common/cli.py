@@ -39,6 +39,11 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {' '.join(message.splitlines())}; see --help\n")
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 episode`, `3 episodes`: a count in a message with its noun agreeing (nouns with a plain -s plural)."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def first_line(err: BaseException) -> str:
     """An exception's message cut to its first line (its type where it has none): third-party errors run long."""
     text = str(err).strip()

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from common.cli import counted
 from datasets_io.readers import Demonstration
 
 BOARD_SIZE = 512.0
@@ -110,7 +111,7 @@ def format_table(stats: dict, name: str) -> str:
 
     success = "n/a (not recorded)" if stats["success_fraction"] is None else f"{stats['success_fraction']:.3f}"
     lines = [
-        f"{name}: {stats['episodes']} episodes, {stats['frames']} frames",
+        f"{name}: {counted(stats['episodes'], 'episode')}, {counted(stats['frames'], 'frame')}",
         f"  {'':24} {'mean':>7}  {'median':>7}  {'p95':>7}",
         f"  {'length (steps)':24} {px('length')}",
         f"  {'lead |target-agent| px':24} {px('lead_px')}",

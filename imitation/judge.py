@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import BadInput, first_line
+from common.cli import BadInput, counted, first_line
 from common.files import atomic_file, atomic_write_bytes
 from datasets_io.readers import Demonstration
 from imitation import flow, image, mlp, unet
@@ -228,5 +228,5 @@ def format_row(row: dict) -> str:
     s, m, p = row["success_rate"], row["mean_max_reward"], row["pooled"]
     low, high = p["ci95"]
     return (f"{row['learner']:>5} exec {row['exec_horizon']:>2}: success {s['mean']:.3f} ± {s['std']:.3f} "
-            f"({s['min']:.2f}-{s['max']:.2f} over {len(row['seeds'])} seeds; pooled {p['successes']}/"
+            f"({s['min']:.2f}-{s['max']:.2f} over {counted(len(row['seeds']), 'seed')}; pooled {p['successes']}/"
             f"{p['episodes']}, 95% CI {low:.3f}-{high:.3f}), mean max reward {m['mean']:.3f} ± {m['std']:.3f}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from common.cli import counted
 from common.files import CheckpointError, NotACheckpointError, UnsafeCheckpointError, load_file
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"  # train.py's checkpoint_dir, where the commands look by default
@@ -54,7 +55,7 @@ def load_latest(directory: str | Path, map_location: str | torch.device = "cpu",
         return path, state
     if failures:
         rest = (f"it is the only checkpoint in {str(directory)!r}" if len(found) == 1 else
-                f"none of the {len(found) - 1} older checkpoints in {str(directory)!r} loads either")
+                f"none of the {counted(len(found) - 1, 'older checkpoint')} in {str(directory)!r} loads either")
         if strict:
             raise CheckpointError(f"{failures[0]}, and {rest}")
         warn(f"{failures[0]}, and {rest}")

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         probe(fmt, Path(collection), Path(out))
         return 0
     sys.path.insert(0, str(REPO))
-    from common.cli import CommandParser
+    from common.cli import CommandParser, counted
 
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("collection", type=Path, help="a folder written with --format ... zarr and the others")
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     want = _zarr_frames(args.collection / "zarr")
     failed = False
-    print(f"zarr reference: {len(want['action'])} frames, {want['episode_index'][-1] + 1} episodes")
+    episodes = counted(int(want["episode_index"][-1]) + 1, "episode")
+    print(f"zarr reference: {counted(len(want['action']), 'frame')}, {episodes}")
     for fmt, venv in READERS.items():
         python = args.readers / venv / "bin/python"
         if not (args.collection / fmt).is_dir() or not python.exists():

@@ -14,7 +14,7 @@ import torch
 from tqdm import tqdm
 
 from common import interrupts
-from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, first_line
+from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, counted, first_line
 from common.files import WriteError, atomic_save, guarded_write
 from env.decisions import steps_per_decision
 from env.pusht_wrapper import make_env
@@ -261,5 +261,6 @@ class Trainer:
             print(f"interrupted at env step {counters.global_step}; saved {path}. Run the same command to resume.",
                   file=sys.stderr)
             return EXIT_INTERRUPTED
-        tqdm.write(f"done: {counters.global_step} env steps, {counters.episode} episodes; checkpoint {path}")
+        tqdm.write(f"done: {counted(counters.global_step, 'env step')}, {counted(counters.episode, 'episode')}; "
+                   f"checkpoint {path}")
         return 0

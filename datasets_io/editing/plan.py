@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from common import parallel
-from common.cli import BadInput
+from common.cli import BadInput, counted
 from datasets_io import folders, manifest
 from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
@@ -252,8 +252,8 @@ def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dic
         seed, a, b = twice[0]
         shown = ", ".join(str(item[0]) for item in twice[:5]) + (f" and {len(twice) - 5} more" if len(twice) > 5
                                                                   else "")
-        raise BadInput(f"the inputs hold {len(twice)} episode(s) twice, the same seed from the same policy (seeds "
-                       f"{shown}; seed {seed} is in {str(inputs[a].path)!r} and {str(inputs[b].path)!r}); pass "
+        raise BadInput(f"the inputs hold {counted(len(twice), 'episode')} twice, the same seed from the same policy "
+                       f"(seeds {shown}; seed {seed} is in {str(inputs[a].path)!r} and {str(inputs[b].path)!r}); pass "
                        f"--keep-duplicates to keep every copy")
 
 

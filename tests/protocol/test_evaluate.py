@@ -61,6 +61,7 @@ def test_wilson_interval_at_the_edges_and_a_known_value() -> None:
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
     assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert all(wilson_interval(n, n)[1] == 1.0 and wilson_interval(0, n)[0] == 0.0 for n in range(1, 1001))
 
 
 def test_random_policy_depends_only_on_the_episode_seed() -> None:
@@ -92,9 +93,10 @@ def test_json_is_identical_for_one_and_two_workers(tmp_path: Path) -> None:
 def test_video_has_one_frame_per_step_plus_the_reset_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = make_policy_file(tmp_path / "policy.pt")
     videos, gif, output = tmp_path / "videos", tmp_path / "first.gif", tmp_path / "eval.json"
-    code, _ = run_main(["--checkpoint", str(policy), "--episodes", "1", "--videos", "1", "--video-dir", str(videos),
-                        "--gif", str(gif), "--output", str(output)], capsys)
+    code = evaluate.main(["--checkpoint", str(policy), "--episodes", "1", "--videos", "1", "--video-dir", str(videos),
+                          "--gif", str(gif), "--output", str(output)])
     assert code == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {output}; videos in {videos}/; GIF {gif}"
     episode = json.loads(output.read_text())["episodes"][0]
     expected = videos / f"seed100000_{'success' if episode['success'] else 'fail'}.mp4"
     assert sorted(videos.iterdir()) == [expected]
