@@ -134,31 +134,42 @@ def main(argv: list[str] | None = None) -> int:
         probe(fmt, Path(collection), Path(out))
         return 0
     sys.path.insert(0, str(REPO))
-    from common.cli import CommandParser, counted
+    from common.cli import CommandParser, run_command
 
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("collection", type=Path, help="a folder written with --format ... zarr and the others")
     parser.add_argument("--readers", type=Path, default=REPO.parent / "readers", help="tools/reader_venvs.sh's DIR")
     args = parser.parse_args(argv)
-    want = _zarr_frames(args.collection / "zarr")
+    return run_command(lambda: check(args.collection, args.readers), "interrupted; nothing was written")
+
+
+def check(collection: Path, readers: Path) -> int:
+    """Every reader's frames against the zarr's: 0 when all agree, 1 when one fails; BadInput without a zarr."""
+    from common.cli import BadInput, counted, first_line
+
+    try:
+        want = _zarr_frames(collection / "zarr")
+    except (OSError, KeyError, ValueError) as err:  # zarr's own errors are ValueErrors
+        raise BadInput(f"{str(collection / 'zarr')!r} is not a zarr dataset ({first_line(err)}); pass a folder "
+                       f"written with --format ... zarr and the others") from None
     failed = False
     episodes = counted(int(want["episode_index"][-1]) + 1, "episode")
     print(f"zarr reference: {counted(len(want['action']), 'frame')}, {episodes}")
     for fmt, venv in READERS.items():
-        python = args.readers / venv / "bin/python"
-        if not (args.collection / fmt).is_dir() or not python.exists():
+        python = readers / venv / "bin/python"
+        if not (collection / fmt).is_dir() or not python.exists():
             print(f"{fmt}: skipped ({'no ' + fmt + '/ folder' if python.exists() else 'no venv ' + str(python)})")
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "frames.npz"
-            run = subprocess.run([str(python), __file__, str(args.collection / fmt), "--probe", fmt, str(out)],
+            run = subprocess.run([str(python), __file__, str(collection / fmt), "--probe", fmt, str(out)],
                                  capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"{fmt} ({venv}): FAILED to load: {run.stderr.strip().splitlines()[-1]}")
                 failed = True
                 continue
             got = dict(np.load(out))
-        info = args.collection / fmt / "meta/info.json"
+        info = collection / fmt / "meta/info.json"
         lossy = info.exists() and json.loads(info.read_text())["video_path"] is not None
         problems = compare(fmt, got, want, lossy)
         error = np.abs(got["image"].astype(np.int16) - want["image"].astype(np.int16)).mean(axis=(1, 2, 3)).max()

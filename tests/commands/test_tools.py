@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 import torch
-from conftest import run_script
+from conftest import run_script, tree
 from torch.utils.tensorboard import SummaryWriter
 
 from common.files import atomic_save
@@ -112,8 +113,31 @@ def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(t
 
 def test_a_tools_usage_error_is_one_line_and_exit_2():
     """argparse's own refusals (an unknown option, a missing argument) keep the commands' contract in the tools too."""
-    for tool in ("tools/check_readers.py", "tools/plot_curves.py", "tools/plot_scaling.py"):
+    for tool in ("tools/check_readers.py", "tools/export_policy.py", "tools/plot_curves.py", "tools/plot_scaling.py"):
         for argv in (["--no-such-option"], ["--output"]):
             result = run_script(tool, *argv)
             assert result.returncode == 2 and result.stderr.startswith("error: "), (tool, argv, result.stderr)
             assert len(result.stderr.splitlines()) == 1, (tool, argv, result.stderr)
+
+
+BAD_INPUTS = {  # a tool's input it cannot use, and what the one line names
+    "check_readers, no zarr": (["tools/check_readers.py", "{d}", "--readers", "{d}"], "is not a zarr dataset"),
+    "export_policy, a text file": (["tools/export_policy.py", "{d}/notes.txt", "{d}/policy.pt"], "notes.txt"),
+    "export_policy, no policy": (["tools/export_policy.py", "{d}/empty.pt", "{d}/policy.pt"], "holds no policy"),
+    "plot_scaling, not a report": (["tools/plot_scaling.py", "{d}/notes.txt", "--output", "{d}/p.png"],
+                                   "is not a dataset_report.py --imitation JSON"),
+    "plot_curves, no scalars": (["tools/plot_curves.py", "--log-dir", "{d}", "--output", "{d}/curves"],
+                                "no TensorBoard scalars"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_a_tools_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, case):
+    (tmp_path / "notes.txt").write_text("the user's notes\n")
+    atomic_save({"format": TRAIN_FORMAT}, tmp_path / "empty.pt")
+    before = tree(tmp_path)
+    argv, says = BAD_INPUTS[case]
+    result = run_script(*[arg.format(d=tmp_path) for arg in argv])
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("error: ") and says in result.stderr, result.stderr
+    assert tree(tmp_path) == before
