@@ -59,14 +59,30 @@ def lock_folders(config: TrainConfig) -> list[FileLock]:
     return locks
 
 
+def event_files(config: TrainConfig) -> list[Path]:
+    """The TensorBoard files in log_dir: a run's own (train.py writes nothing else named so there)."""
+    return sorted(Path(config.log_dir).glob("events.out.tfevents.*"))
+
+
 def discard_previous_run(config: TrainConfig, overwrite: bool) -> None:
     """A fresh start never mixes with an earlier run's files: refuse, or delete them (only them) on --overwrite."""
-    old = list_checkpoints(config.checkpoint_dir) + sorted(Path(config.log_dir).glob("events.out.tfevents.*"))
+    old = list_checkpoints(config.checkpoint_dir) + event_files(config)
     if old and not overwrite:
         raise ConfigError(f"{config.checkpoint_dir!r} or {config.log_dir!r} holds an earlier run; run without "
                           f"--no-resume to continue it, add --overwrite to delete it, or choose other folders")
     for path in old:
         path.unlink()
+
+
+def discard_unsaved_run(config: TrainConfig) -> list[Path]:
+    """A resumed run with no checkpoint starts again from step 0, so the curves a run killed before its first
+    checkpoint logged would be drawn twice (13 points for 10 episodes): its TensorBoard files go, and only those
+    (with no checkpoint in checkpoint_dir, log_dir holds no run to go on from). A run resumed from a checkpoint
+    drops what came after it instead (TrainingLogger's purge_step). The files removed."""
+    stale = [] if list_checkpoints(config.checkpoint_dir) else event_files(config)
+    for path in stale:
+        path.unlink()
+    return stale
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from sac.utils import seed_everything
 from training.checks import check_device, check_env, check_memory
 from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger
-from training.run_folders import claimed, discard_previous_run
+from training.run_folders import claimed, discard_previous_run, discard_unsaved_run
 from training.run_state import Counters, check_compatible, checkpoint_state, latest_state, restore
 
 EXIT_NUMERICAL_FAULT = 1
@@ -206,6 +206,9 @@ class Trainer:
             if not resume:
                 discard_previous_run(self.config, overwrite)
             resumed_from[0] = self.resume() if resume else None
+            if resume and resumed_from[0] is None and (stale := discard_unsaved_run(self.config)):
+                tqdm.write(f"removed {counted(len(stale), 'TensorBoard file')} of a run killed before its first "
+                           f"checkpoint: this one starts again from step 0")
 
         with claimed(self.config, prepare), interrupts.handled():
             return self._train(resumed_from[0])

@@ -6,13 +6,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from conftest import REPO, Training, run_script
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import atomic_save, load_file
-from protocol.checkpoints import list_checkpoints, load_latest
+from protocol.checkpoints import CHECKPOINT_PATTERN, list_checkpoints, load_latest
 
 
 def args_for(tmp: Path, steps: int, **extra: object) -> list[str]:
@@ -93,6 +95,46 @@ sys.path.insert(0, {repo!r})
 from common.files import atomic_save
 atomic_save({{"format": "big", "data": torch.zeros(150_000_000)}}, {path!r})
 """
+
+
+def logged_steps(log_dir: Path) -> dict[str, list[int]]:
+    """Every scalar's steps as TensorBoard (and tools/plot_curves.py) reads the folder: purged events left out."""
+    if not log_dir.is_dir():  # not made yet
+        return {}
+    events = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})  # 0: every event, none sampled away
+    events.Reload()
+    return {tag: [event.step for event in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def kill_when(ready: Callable[[], bool], args: list[str], timeout: float = 120) -> None:
+    """Start train.py and SIGKILL it once `ready()` holds."""
+    run = popen_train(*args)
+    deadline = time.time() + timeout
+    while not ready():
+        assert run.poll() is None and time.time() < deadline, f"train.py ended or stalled first: {run.stderr.read()}"
+        time.sleep(0.02)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+
+
+def test_a_killed_run_restarted_or_resumed_logs_each_step_once(tmp_path):
+    """A run killed before its first checkpoint and started again shows its episodes once, not beside the dead
+    run's (its TensorBoard files go); one killed after a checkpoint and resumed drops what the dead run logged past
+    it. Random actions only (no updates), so 20 PushT episodes take seconds."""
+    args = args_for(tmp_path, 0, episodes=20, start_steps=10**6, update_after=10**6, checkpoint_every=10)
+    logs, checkpoints = tmp_path / "logs", tmp_path / "ckpt"
+
+    def saved_step() -> int:
+        return max((int(CHECKPOINT_PATTERN.match(p.name).group(1)) for p in list_checkpoints(checkpoints)), default=0)
+
+    kill_when(lambda: len(logged_steps(logs).get("Reward/episode", [])) >= 3, args)
+    assert not list_checkpoints(checkpoints), "killed too late: a checkpoint was saved"
+    kill_when(lambda: 0 < saved_step() < max(logged_steps(logs).get("Reward/episode", [0])), args)
+    finished = run_script("train.py", *args)
+    assert finished.returncode == 0, finished.stderr
+    steps = logged_steps(logs)
+    assert len(steps["Reward/episode"]) == 20
+    assert {tag: sorted(set(s)) for tag, s in steps.items()} == {tag: sorted(s) for tag, s in steps.items()}
 
 
 def test_killing_a_writer_mid_file_leaves_the_previous_checkpoint_readable(tmp_path):
