@@ -1,7 +1,10 @@
 """Nothing of the user's is lost at the edges of an output: a folder that appears or changes at --output while a
 collection runs is never replaced (the swap re-checks it), --overwrite keeps a file whose bytes the user edited, a
 symbolic link is never written through (an output that is one, or a dataset holding one, is refused; --verify fails
-it), and a read-only dataset is one line. The folders involved are hashed before and after."""
+it), and a read-only dataset is one line. Every option of every command and tool that writes one file meets every
+state its path can be in (absent, ours, ours edited by one key, byte or pixel, the user's file, a folder, a symbolic
+link, a path under a file): only an absent path is written, and only an unchanged file of ours is replaced, with
+--overwrite. The folders involved are hashed before and after."""
 
 from __future__ import annotations
 
