@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.files import remove_created_dirs, tree_state
+from common.files import atomic_write_bytes, remove_created_dirs, tree_state
 
 LOCK_NAME = ".collect_lock"
 COMPLETE_NAME = ".collect_complete"
@@ -82,7 +82,7 @@ def is_marker(path: Path) -> bool:
 
 
 def _mark(path: Path) -> None:
-    path.write_bytes(MARKER_TEXT)
+    atomic_write_bytes(path, MARKER_TEXT)
 
 
 def _drop_markers(directory: Path) -> None:

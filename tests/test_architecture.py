@@ -112,7 +112,7 @@ RAW_WRITES: dict[str, set[str]] = {
     # the guard for folders: a dataset is built in DIR.partial, checked before and swapped in whole; the writers
     # write only inside it
     "common/staging.py": {"mkdir", "os.link", "os.open", "os.rename", "rmdir", "shutil.copy2", "shutil.rmtree",
-                          "touch", "unlink"},
+                          "unlink"},
     "datasets_io/formats/lerobot_common.py": {"mkdir", "av.open"},
     "datasets_io/formats/lerobot_v21.py": {"mkdir", "unlink", "write_table"},
     "datasets_io/formats/lerobot_v30.py": {"mkdir", "unlink", "write_table"},
