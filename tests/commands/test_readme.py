@@ -3,6 +3,7 @@ lines show are the commands' own."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from conftest import REPO
@@ -41,3 +42,21 @@ def test_usage_lines_show_the_commands_defaults():
                 assert int(value) == default, f"README shows {script} [--{flag} {value}], its default is {default}"
                 checked += 1
     assert checked >= 8  # the usage lines were found
+
+
+def test_the_readme_stays_within_250_lines():
+    assert len(README.splitlines()) <= 250
+
+
+def test_every_dataset_an_example_reads_is_made_by_a_line_above_it():
+    """The examples run top to bottom: a `data/...` path a line reads was written by an earlier line (its --output,
+    --work-dir or curl -o, or what its comment says it makes)."""
+    made: list[str] = []
+    for line in shell_lines():
+        command, _, comment = line.partition("#")
+        words = command.split()
+        written = {after for flag, after in itertools.pairwise(words) if flag in ("--output", "--work-dir", "-o")}
+        for word in words:
+            if word.startswith("data/") and word not in written:
+                assert any(word == path or word.startswith(f"{path}/") for path in made), f"{word} read first: {line}"
+        made += [*written, *(path.rstrip(".,") for path in re.findall(r"data/\S+", comment))]
