@@ -132,6 +132,19 @@ def output_file(path: str | Path, flag: str) -> OutputFile:
     return OutputFile(Path(path), flag, tree_state(path))
 
 
+def check_distinct_outputs(outputs: dict[str, str | None]) -> None:
+    """Two output options (flag: path) naming one file, however spelt, would have the later write replace the
+    earlier one after all the work: refused before it."""
+    named: dict[Path, str] = {}
+    for flag, path in outputs.items():
+        if not path:
+            continue
+        same = Path(path).resolve()
+        if same in named:
+            raise BadInput(f"{named[same]} and {flag} both name {str(same)!r}; give each its own file")
+        named[same] = flag
+
+
 def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callable[[Path], bool],
                       what: str) -> OutputFile | None:
     """An output file may be new, or replaced with --overwrite when it is one this project wrote (`ours` says, from

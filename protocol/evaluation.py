@@ -25,6 +25,7 @@ from common import parallel
 from common.cli import (
     BadInput,
     OutputFile,
+    check_distinct_outputs,
     check_output_file,
     check_writable_dir,
     first_line,
@@ -202,6 +203,7 @@ def validate(request: EvaluationRequest) -> parallel.Backend:
         raise BadInput("--output is empty; give a file path such as eval.json")
     if request.gif is not None and Path(request.gif).suffix.lower() != ".gif":
         raise BadInput(f"--gif {request.gif!r} must name a .gif file, e.g. first.gif")
+    check_distinct_outputs({"--output": request.output, "--gif": request.gif})
     if request.videos and not request.video_dir:
         raise BadInput("--video-dir is empty; give a folder path, or pass --videos 0")
     return backend

@@ -13,7 +13,14 @@ import numpy as np
 import torch
 
 from common import parallel
-from common.cli import EXIT_INTERRUPTED, BadInput, OutputFile, check_output_file, check_writable_dir
+from common.cli import (
+    EXIT_INTERRUPTED,
+    BadInput,
+    OutputFile,
+    check_distinct_outputs,
+    check_output_file,
+    check_writable_dir,
+)
 from common.files import guarded_write, remove_created_dirs
 from common.ownership import stamp_html, stamp_json, written_by
 from datasets_io import folders
@@ -84,11 +91,7 @@ def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend
     if args.plot and not args.imitation:
         raise BadInput("--plot draws the imitation figures; add --imitation")
     backend = parallel.backend(args.workers, args.ray)  # a flag's problem (Ray not installed) before the inputs'
-    for path in [*args.datasets, *args.reference]:  # the inputs before the outputs: a typo is named as one
-        try:
-            open_demonstrations(path)  # finds the format; the episodes are read later
-        except DatasetFormatError as err:
-            raise BadInput(str(err)) from None
+    check_outputs_apart(args, check_inputs(args))  # the inputs before the outputs: a typo is named as one
     files = {"--json": check_output_file(args.json, "--json", args.overwrite, written_by(WRITER),
                                          "a report written by dataset_report.py"),
              "--plot": check_output_file(args.plot, "--plot", args.overwrite, plotted_here,
@@ -102,6 +105,39 @@ def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend
         if folder is not None:
             created += check_writable_dir(folder, flag)
     return backend, files
+
+
+def check_inputs(args: ReportRequest) -> dict[Path, str]:
+    """Every dataset's format found (its episodes are read later), and each dataset named once: one named twice,
+    however spelt or as both DIR and --reference, would be judged twice. The folders as given, resolved: what the
+    outputs must stay out of."""
+    images = args.imitation and "image" in args.learner
+    read: dict[Path, str] = {}  # the folder each dataset is read from, resolved: how it was named first
+    given: dict[Path, str] = {}
+    for flag, path in [("DIR", p) for p in args.datasets] + [("--reference", p) for p in args.reference]:
+        try:
+            _, root, _ = open_demonstrations(path, images)
+        except DatasetFormatError as err:
+            raise BadInput(str(err)) from None
+        if (same := root.resolve()) in read:
+            raise BadInput(f"{read[same]} and {flag} {path!r} name one dataset, {str(same)!r}; give each dataset once")
+        read[same] = f"{flag} {path!r}"
+        given[Path(path).resolve()] = path
+    return given
+
+
+def check_outputs_apart(args: ReportRequest, datasets: dict[Path, str]) -> None:
+    """No output inside an input dataset (a file there would make the dataset fail its checksums), and no two output
+    options naming one file."""
+    outputs = {"--json": args.json, "--plot": args.plot, "--html": args.html, "--work-dir": args.work_dir,
+               "--save-learners": args.save_learners}
+    for flag, path in outputs.items():
+        where = Path(path).resolve() if path else None
+        inside = [folder for folder in datasets if where and (folder == where or folder in where.parents)]
+        if inside:
+            raise BadInput(f"{flag} {path!r} is inside the dataset {datasets[inside[0]]!r}, which would then fail "
+                           f"its checksums; write it outside the datasets")
+    check_distinct_outputs({flag: outputs[flag] for flag in ("--json", "--plot", "--html")})
 
 
 def first_frames(episodes: list[Demonstration], budget: int) -> list[Demonstration]:

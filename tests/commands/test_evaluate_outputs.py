@@ -1,6 +1,7 @@
 """evaluate.py's outputs under the contract: the GIF path and writer are checked before any episode and the GIF is
-written to a temp file and renamed; empty paths, a negative start seed, a symlinked output and a Pendulum policy with
-videos are one line and exit 2, leaving the folder as it was (hashed before and after)."""
+written to a temp file and renamed; empty paths, a negative start seed, a symlinked output, --output and --gif naming
+one file and a Pendulum policy with videos are one line and exit 2, leaving the folder as it was (hashed before and
+after)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ RANDOM = ["--policy", "random", "--episodes", "1", "--videos", "0"]
     (["--output", "{d}/link.json"], "symbolic link"),
     (["--videos", "1", "--video-dir", "{d}/linkdir"], "symbolic link"),
     (["--gif", "{d}/folder.gif", "--overwrite"], "is a folder"),
+    (["--gif", "{d}/eval.gif", "--output", "{d}/new/../eval.gif"], "--output and --gif both name"),
 ])
 def test_a_bad_output_is_one_line_before_any_episode(tmp_path: Path, capsys, argv: list[str], says: str) -> None:
     (tmp_path / "user.gif").write_bytes(b"the user's GIF")

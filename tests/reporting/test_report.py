@@ -1,5 +1,5 @@
 """dataset_report.py, the report as a whole: the JSON's documented keys, the scaling plot, and bad input as one
-line."""
+line (a dataset named twice, an output inside a dataset, two outputs naming one file: before any work)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import collect_tiny, run_script
+from conftest import collect_tiny, one_error, run, run_script, tree
+
+import dataset_report
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +62,30 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = run_script("dataset_report.py", str(tmp_path), *args, timeout=60)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+
+
+IMITATION = ["--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "1", "--exec-horizon", "8"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ds", "ds"], "DIR 'ds' and DIR 'ds' name one dataset"),
+    (["ds", "./ds/"], "DIR 'ds' and DIR './ds/' name one dataset"),
+    (["ds", "ds/lerobot"], "name one dataset"),  # the collection is read through its LeRobot part
+    (["ds/zarr", "--reference", "ds/../ds/zarr"], "DIR 'ds/zarr' and --reference 'ds/../ds/zarr' name one dataset"),
+    (["ds", "--json", "ds/report.json"], "--json 'ds/report.json' is inside the dataset 'ds'"),
+    (["ds/zarr", "--html", "./ds/zarr/data/page.html"], "--html './ds/zarr/data/page.html' is inside the dataset"),
+    (["ds/zarr", *IMITATION, "--plot", "ds/zarr/new/plot.png"], "--plot 'ds/zarr/new/plot.png' is inside"),
+    (["ds/zarr", *IMITATION, "--work-dir", "ds/zarr"], "--work-dir 'ds/zarr' is inside the dataset"),
+    (["ds/zarr", "--reference", "ds/lerobot", *IMITATION, "--save-learners", "ds/lerobot/learners"],
+     "--save-learners 'ds/lerobot/learners' is inside the dataset 'ds/lerobot'"),
+    (["ds/zarr", "--json", "out/r.json", "--html", "./out/r.json"], "--json and --html both name"),
+    (["ds/zarr", *IMITATION, "--plot", "out/r", "--json", "out/new/../r"], "--json and --plot both name"),
+])
+def test_a_dataset_named_twice_or_an_output_in_its_way_is_refused_before_any_work(
+        tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch, capsys, argv: list[str], message: str) -> None:
+    monkeypatch.chdir(tiny_dataset.parent)
+    before = tree(tiny_dataset.parent)
+    code, out, err = run(dataset_report.main, argv, capsys)
+    assert code == 2 and message in one_error(err) and out == ""  # not a dataset's statistics read
+    assert tree(tiny_dataset.parent) == before  # nothing written, no folder made
+
