@@ -12,7 +12,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from common import interrupts, parallel, staging
-from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput
+from common.cli import EXIT_INTERRUPTED, EXIT_SHORT, EXIT_WRITE_FAILED, BadInput, counted
 from common.files import guarded_write, sha256_file
 from datasets_io import card, formats, manifest
 from datasets_io.collection.collector import rollouts
@@ -70,8 +70,8 @@ def write_cards(path: Path, plan: Plan, collection: dict, quality: dict) -> None
 
 def collect(plan: Plan) -> int:
     if plan.to_collect == 0:  # a resumed dataset that is complete: it is left as it is
-        print(f"{plan.output} already holds {plan.held} episodes and --episodes {plan.episodes} is the dataset's total "
-              f"with --resume: nothing to do (give a larger --episodes to add episodes)")
+        print(f"{plan.output} already holds {counted(plan.held, 'episode')} and --episodes {plan.episodes} is the "
+              f"dataset's total with --resume: nothing to do (give a larger --episodes to add episodes)")
         return 0
     try:
         stage = staging.stage(plan.output, plan.mode)
@@ -131,15 +131,17 @@ def collect(plan: Plan) -> int:
         raise
     elapsed = time.perf_counter() - started
     last = plan.start_seed + attempted - 1
-    print(f"kept {kept} / attempted {attempted} episodes (seeds {plan.start_seed}-{last}, {successes} successful), "
-          f"{frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, {plan.backend})"
+    print(f"kept {kept} / attempted {counted(attempted, 'episode')} (seeds {plan.start_seed}-{last}, {successes} "
+          f"successful), {counted(frames, 'frame')} in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, "
+          f"{plan.backend})"
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
     if interrupts.requested() or stopped.reason:
-        print(f"{stopped.reason or 'interrupted'}: {kept} complete episode(s) saved"
+        print(f"{stopped.reason or 'interrupted'}: {counted(kept, 'complete episode')} saved"
               + (f"; {RESUME_HINT}" if kept else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     if kept < plan.to_collect:
-        print(f"error: only {kept} of {plan.to_collect} episodes succeeded in {attempted} attempts; raise "
+        print(f"error: only {kept} of {counted(plan.to_collect, 'episode')} succeeded in "
+              f"{counted(attempted, 'attempt')}; raise "
               f"--max-attempts, add --action-noise, use a stronger policy, or pass --keep-failures", file=sys.stderr)
         return EXIT_SHORT
     return 0

@@ -11,7 +11,7 @@ from dataclasses import replace
 from tqdm import tqdm
 
 from common import interrupts, parallel, staging
-from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput
+from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, BadInput, counted
 from common.files import guarded_write
 from datasets_io import card, formats, manifest
 from datasets_io.collection.run import store_quality
@@ -92,7 +92,8 @@ def edit(plan: EditPlan) -> int:
     frames = sum(part.frames for part in plan.parts)
     for folder, part in zip(folders, plan.parts, strict=True):
         where = plan.output / folder.relative_to(stage.path)
-        print(f"{where}: {part.episodes} episodes, {part.frames} frames ({' '.join(part.names)})")
-    print(f"wrote {total} episodes, {frames} frames in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, "
-          f"{plan.backend}) -> {plan.output}")
+        print(f"{where}: {counted(part.episodes, 'episode')}, {counted(part.frames, 'frame')} "
+              f"({' '.join(part.names)})")
+    print(f"wrote {counted(total, 'episode')}, {counted(frames, 'frame')} in {elapsed:.1f} s "
+          f"({frames / elapsed:.0f} frames/s, {plan.backend}) -> {plan.output}")
     return 0
