@@ -21,7 +21,7 @@ from dataclasses import fields
 
 from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
-from protocol.evaluation import EvaluationRequest, evaluate
+from protocol.evaluation import MAX_EPISODES, EvaluationRequest, evaluate
 from protocol.loading import CHECKPOINT_DIR_HELP, CHECKPOINT_HELP
 
 
@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint-dir", metavar="DIR", help=CHECKPOINT_DIR_HELP)
     parser.add_argument("--policy", choices=["checkpoint", "random"], default="checkpoint",
                         help="'random': uniform random actions, a baseline that needs no checkpoint")
-    parser.add_argument("--episodes", type=int, default=EvaluationRequest.episodes)
+    parser.add_argument("--episodes", type=int, default=EvaluationRequest.episodes,
+                        help=f"protocol starts, one episode each (1 to {MAX_EPISODES}; default %(default)s)")
     parser.add_argument("--start-seed", type=int, default=EvaluationRequest.start_seed,
                         help="episode i uses seed start + i")
     parser.add_argument("--videos", type=int, default=EvaluationRequest.videos,

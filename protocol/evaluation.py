@@ -182,10 +182,13 @@ def run_seeds(job: EvaluationJob, seeds: list[int], backend: parallel.Backend,
     return sorted(records, key=lambda r: r.seed)
 
 
+MAX_EPISODES = 1_000_000  # --episodes' bound: a million starts is ten days of one core; more is a typo
+
+
 def validate(request: EvaluationRequest) -> parallel.Backend:
     """Every flag on its own, before any file is read; the backend the episodes will run on."""
-    if request.episodes < 1:
-        raise BadInput(f"--episodes must be >= 1, got {request.episodes}")
+    if not 1 <= request.episodes <= MAX_EPISODES:  # every episode's record is held for the summary
+        raise BadInput(f"--episodes must be in [1, {MAX_EPISODES}], got {request.episodes}")
     backend = parallel.backend(request.workers, None)
     if request.videos < 0:
         raise BadInput(f"--videos must be >= 0, got {request.videos}")

@@ -50,7 +50,8 @@ NO_VALUE = "<no value>"  # a case that gives the option's flag with its value le
 # Bad values that only some options see, by flag or by option name: within 64 bits but beyond what the option can
 # mean (each must be refused).
 OWN_BAD_VALUES = {"--workers": [str(2**62)], "edit_dataset select --episodes": ["0:99999999999999999999"],
-                  "edit_dataset select --seeds": ["5:99999999999999999999"]}
+                  "edit_dataset select --seeds": ["5:99999999999999999999"],
+                  "evaluate --episodes": [str(2**62)]}  # within 64 bits, but a list of that many seeds
 
 
 @dataclass(frozen=True)
