@@ -6,19 +6,21 @@ Every figure on it is read back from the written dataset: the counts and feature
 record, its quality from the motion statistics stored with it (fps is the env's control rate, which zarr and RLDS
 do not store); the human reference's statistics and the shipped demonstrator's protocol figure are quoted from the
 records this repository ships (`REFERENCE_RECORD`, `POLICY_RECORD`). Written before the manifest, so
-`manifest.json` lists it, and rewritten by a `--resume`. `card_problems` holds a card's counts to the data
-(`--verify`'s metadata check).
+`manifest.json` lists it, and rewritten by a `--resume`. `card_problems` (`--verify`'s metadata check) writes the
+card again from the same inputs and holds the file to it byte for byte: a card is never edited by hand.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import zarr
 
-from common.files import CHECKOUT, atomic_write_bytes
+from common.files import CHECKOUT, atomic_write_bytes, sha256_file
+from datasets_io.derived import stored_quality
 from datasets_io.episode import FPS, TASK
 from datasets_io.formats import lerobot_common, rlds
 
@@ -172,8 +174,9 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               f"Episodes end at their first success or after {collection['max_steps']} steps; "
               + ("only successful episodes are kept" if all(r["only_success"] for r in runs)
                  else "failed episodes are kept too") + "."
-              + (f" Recovery demonstrations: {json.dumps(perturbation)}; `action` is the clean demonstrator's label."
-                 if perturbation else "")
+              # sorted: the zarr's attributes keep no key order, and the card is written again from them
+              + (f" Recovery demonstrations: {json.dumps(perturbation, sort_keys=True)}; `action` is the clean "
+                 f"demonstrator's label." if perturbation else "")
               + (f" {policy_note}" if policy_note else ""), "", *_edit_lines(collection)]
     header = ("", name) + (("human reference",) if reference else ())
     rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
@@ -224,14 +227,14 @@ def _edit_lines(collection: dict) -> list[str]:
 
 
 def policy_record(collection: dict) -> str | None:
-    """The protocol figure of the shipped demonstrator, when every run used it, as its shipped record holds it."""
+    """The protocol figure of the shipped demonstrator, when every run used it (by the SHA-256 its record holds, not
+    its path: the card must read the same from any working folder), as its shipped record holds it."""
     if not collection["runs"]:
         return None
     try:
         record = json.loads((CHECKOUT / POLICY_RECORD).read_text())
-        shipped = CHECKOUT / record["checkpoint"]
-        if not all(Path(run["policy"]).is_file() and Path(run["policy"]).samefile(shipped)
-                   for run in collection["runs"]):
+        shipped = sha256_file(CHECKOUT / record["checkpoint"])
+        if not all(run.get("policy_sha256") == shipped for run in collection["runs"]):
             return None
         summary = record["summary"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -242,11 +245,15 @@ def policy_record(collection: dict) -> str | None:
             f"{_number(low, 1, True)}–{_number(high, 1, True)}; this repository's `{POLICY_RECORD}`).")
 
 
+def card_bytes(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> bytes:
+    """The card of the dataset at `root` as it is written: what `write_card` writes and `card_problems` expects."""
+    return build_card(name, fmt, read_facts(fmt, root), collection, quality, reference_statistics(),
+                      siblings).encode()
+
+
 def write_card(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> None:
     """Write (or rewrite, on --resume) the card of the dataset at `root`."""
-    card = build_card(name, fmt, read_facts(fmt, root), collection, quality, reference_statistics(),
-                      siblings)
-    atomic_write_bytes(root / CARD_NAME, card.encode())
+    atomic_write_bytes(root / CARD_NAME, card_bytes(root, name, fmt, collection, quality, siblings))
 
 
 def card_counts(text: str) -> dict[str, int]:
@@ -255,11 +262,43 @@ def card_counts(text: str) -> dict[str, int]:
             if (match := re.search(rf"^\| {key} \| ([\d,]+) \|$", text, re.MULTILINE))}
 
 
-def card_problems(root: Path, fmt: str) -> list[str]:
-    """Where the card's counts disagree with the format's metadata (none for a dataset without a card)."""
+def card_title(text: str, fmt: str) -> str | None:
+    """The name a card was written for (its heading's): the folder as the user named it when writing it (`NAME`,
+    `NAME/<format>`, a split's `OUT/<part>`...). Neither the record nor the data hold it, and the folder may have
+    been moved or renamed since, so it is the one input read back from the card; the name recurs in the loading
+    lines and the citation, which are regenerated from it."""
+    match = re.search(rf"^# (.+): PushT demonstrations \({re.escape(TITLES[fmt])}\)$", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def card_problems(root: Path, fmt: str, collection: dict) -> list[str]:
+    """Where the card differs from the one the writer writes for this dataset (its title, `collection` record, its
+    data's facts, its stored quality figures, the formats written beside it): its first differing line."""
     path = root / CARD_NAME
     if not path.is_file():
+        return [f"{CARD_NAME}: missing; the writer writes the dataset card"]
+    found = path.read_bytes()
+    name = card_title(found.decode(errors="replace"), fmt)
+    if name is None:
+        return [f"{CARD_NAME}: has no heading '# NAME: PushT demonstrations ({TITLES[fmt]})', the writer writes one"]
+    siblings = [other for other in collection.get("formats", [fmt]) if other != fmt]
+    try:
+        expected = card_bytes(root, name, fmt, collection, stored_quality(root, fmt), siblings)
+    except (KeyError, TypeError, ValueError, ArithmeticError) as err:  # inputs edited out of shape
+        return [f"{CARD_NAME}: cannot be written again from the collection record and the stored quality figures "
+                f"({type(err).__name__}: {err})"]
+    if found == expected:
         return []
-    facts, stated = read_facts(fmt, root), card_counts(path.read_text())
-    return [f"{CARD_NAME}: states {stated.get(key)} {key}, the data hold {facts[key]}"
-            for key in ("episodes", "frames") if stated.get(key) != facts[key]]
+    return [f"{CARD_NAME}: {_difference(found.decode(errors='replace'), expected.decode())}"]
+
+
+def _difference(found: str, expected: str) -> str:
+    """Where a card first differs from the expected one: its line and column, a few words of each."""
+    ours, theirs = found.split("\n"), expected.split("\n")
+    line = len(os.path.commonprefix([ours, theirs]))
+    if line in (len(ours), len(theirs)):
+        return f"has {len(ours)} lines, the writer writes {len(theirs)}, the first {line} alike"
+    a, b = ours[line], theirs[line]
+    start = max(len(os.path.commonprefix([a, b])) - 20, 0)
+    return (f"line {line + 1} reads {a[start:start + 60]!r} from column {start + 1}, the writer writes "
+            f"{b[start:start + 60]!r} (from the collection record, the data and its quality figures)")

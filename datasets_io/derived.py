@@ -6,10 +6,12 @@ check): a careless tool that edits one and re-hashes the manifest is caught here
 - LeRobot v3.0 / v2.1 statistics: each episode's statistics of every per-frame feature but the image recomputed from
   the data files, and meta/stats.json against the aggregate of the stored per-episode statistics (the image's
   included: its per-episode figures need the decoded frames, which the replay compares instead);
-- RLDS step flags: is_first on the first step only, is_last on the last, is_terminal on a successful episode's last
-  step, discount 1;
-- the collection record: each episode's seed inside one of its runs' seed ranges; in a folder of several formats,
-  every format's record and episodes (seed, length, success, actions, max_coverage) the same.
+- RLDS steps: is_first on the first step only, is_last on the last, is_terminal on a successful episode's last
+  step, discount 1, the task as every step's language_instruction;
+- the collection record (`record_problems`): what the episodes give of it written again (each run's seed range
+  holding its episodes, `attempted`, `next_seed`, a collection's `kept`, `only_success`; a merged dataset's sources,
+  one per run, each episode's `source` naming the run that holds its seed, and its `edits`); in a folder of several
+  formats, every format's record and episodes (seed, source, length, success, actions, max_coverage) the same.
 
 Figures are compared to `TOLERANCE`, relative and absolute: the same float64 computation gives the same bytes, and
 float32 storage of the inputs moves a statistic by far less; an edit by hand moves it by far more.
@@ -31,7 +33,8 @@ import zarr
 
 from common import interrupts
 from datasets_io import formats, lerobot_stats
-from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord
+from datasets_io.episode import TASK
+from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord, zarr_replay
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations
 from datasets_io.statistics import motion_statistics
 
@@ -50,14 +53,15 @@ def problems(root: Path, fmt: str, collection: dict) -> list[str]:
     if fmt.startswith("lerobot"):
         found += _first(stats_problems(root, fmt))
     if fmt == "rlds":
-        found += rlds_flag_problems(root)
-    found += seed_problems(fmt, collection, [seed for seed, *_ in facts])
+        found += rlds_step_problems(root)
+    found += record_problems(fmt, collection, [(seed, source, success) for seed, source, _, success, _ in facts])
     return found + sibling_problems(root, fmt, facts)
 
 
 def _facts(ep: Demonstration) -> tuple:
     """What every format of one collection holds alike of an episode (its actions as a digest)."""
-    return ep.seed, ep.length, ep.success, hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest()
+    return (ep.seed, ep.source, ep.length, ep.success,
+            hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest())
 
 
 def _read_once(root: Path) -> tuple[dict, list[tuple]]:
@@ -110,7 +114,8 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float | np.number | np.bool_)  # a bool too: statistics of a flag column
 
 
-def _stored_quality(root: Path, fmt: str) -> object:
+def stored_quality(root: Path, fmt: str) -> dict:
+    """The motion statistics stored with the dataset (what its card quotes)."""
     if fmt == "zarr":
         return dict(zarr.open_group(str(root), mode="r").attrs).get("quality")
     return json.loads((root / QUALITY[fmt]).read_text())
@@ -118,7 +123,7 @@ def _stored_quality(root: Path, fmt: str) -> object:
 
 def quality_problems(root: Path, fmt: str, quality: dict) -> list[str]:
     path = "quality attribute" if fmt == "zarr" else QUALITY[fmt]
-    return differences(path, _stored_quality(root, fmt), json.loads(json.dumps(quality)))
+    return differences(path, stored_quality(root, fmt), json.loads(json.dumps(quality)))
 
 
 def _episode_rows(root: Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
@@ -197,8 +202,9 @@ def stats_problems(root: Path, fmt: str) -> list[str]:
         feature, value)} for feature, value in lerobot_stats.to_json(merged.result()).items()})
 
 
-def rlds_flag_problems(root: Path) -> list[str]:
-    """The step flags TFDS users cut episodes with, against each episode's length and success."""
+def rlds_step_problems(root: Path) -> list[str]:
+    """The step flags TFDS users cut episodes with, against each episode's length and success, and the task each
+    step states."""
     found = []
     for shard in rlds.shards(root):
         for record in tfrecord.read_records(shard):
@@ -213,6 +219,9 @@ def rlds_flag_problems(root: Path) -> list[str]:
                       f"a success's last step, 1 everywhere)" for flag, values in want.items()
                       if not np.array_equal(np.asarray(example[f"steps/{flag}"], np.float64),
                                             values.astype(np.float64))]
+            if example.get("steps/language_instruction") != [TASK.encode()] * length:
+                found.append(f"{shard.name}: episode {index}'s steps/language_instruction is not the task "
+                             f"({TASK!r}) on each of its {length} steps")
     return found
 
 
@@ -220,14 +229,105 @@ def _record_path(fmt: str) -> str:
     return {"zarr": "collection attribute", "rlds": "collection.json"}.get(fmt, "meta/collection.json")
 
 
-def seed_problems(fmt: str, collection: dict, seeds: list[int | None]) -> list[str]:
-    """Each episode's seed inside one of the record's runs (a collection draws seeds start_seed, start_seed+1...)."""
-    runs = [run for run in collection.get("runs", []) if "start_seed" in run and "next_seed" in run]
-    if not runs:
-        return []
-    outside = [seed for seed in seeds if seed is not None and seed >= 0  # below: no seed recorded
-               and not any(run["start_seed"] <= seed < run["next_seed"] for run in runs)]
-    return [f"{_record_path(fmt)}: episode seed {outside[0]} lies in none of its runs' seed ranges"] if outside else []
+# where each format keeps an episode's `source`
+SOURCE_PATH = {"lerobot": "meta/episodes", "lerobot-v2.1": lerobot_v21.EPISODES_PATH, "zarr": "meta/episode_source",
+               "rlds": f"{rlds.SHARD_GLOB} (episode_metadata/source)"}
+
+
+def record_problems(fmt: str, collection: dict, episodes: list[tuple]) -> list[str]:
+    """The collection record against the episodes ((seed, source, success) of each; seed None: copied without one):
+    what they give of it, written again and compared. Each episode lies in one run's seed range (a merged
+    dataset's: the run of its `source`, else the one holding its seed); a run's `attempted` is its seed range, a
+    collection's `kept` its episodes there (an edit keeps the runs' counts as collected), `only_success` holds of
+    them, and `next_seed` is where the last run ends. A merged dataset lists one source per run, in order (and one
+    per replay zarr), each with its run's policy, SHA-256, noise and command; its episodes each name one, and its
+    `edits` say how it was made. The names, SHA-256s, noise and commands themselves only the card and the
+    checksums hold."""
+    path = _record_path(fmt)
+    runs, sources = collection.get("runs"), collection.get("sources", [])
+    if not (isinstance(runs, list) and all(isinstance(run, dict) and isinstance(run.get("start_seed"), int)
+                                           and isinstance(run.get("next_seed"), int) for run in runs)
+            and isinstance(sources, list) and all(isinstance(entry, dict) for entry in sources)):
+        return [f"{path}: runs (and sources) are not lists of records, each run with its seed range (start_seed, "
+                f"next_seed) as the writer writes them"]
+    problems, owners = _source_runs(path, runs, sources) if "sources" in collection else ([], None)
+    held: list[list[bool]] = [[] for _ in runs]  # per run: the success of each episode it holds
+    outside, misplaced = [], []
+    for e, (seed, source, success) in enumerate(episodes):
+        if owners is None and source is None:  # a collection's, or an edit's of one: the run holding its seed
+            run = next((r for r in reversed(range(len(runs)))
+                        if seed is not None and runs[r]["start_seed"] <= seed < runs[r]["next_seed"]), None)
+            if run is None and seed is not None:
+                outside.append(seed)
+        else:
+            run, problem = _source_run(runs, owners, seed, source)
+            if problem is not None:
+                misplaced.append(f"{SOURCE_PATH[fmt]}: episode {e} ({'no seed' if seed is None else f'seed {seed}'})"
+                                 f" {problem}")
+        if run is not None:
+            held[run].append(bool(success))
+    if outside:
+        problems.append(f"{path}: episode seed {outside[0]} lies in none of its runs' seed ranges")
+    problems += _first(misplaced)
+    edited = bool(collection.get("edits"))
+    if (owners is not None or any(source is not None for _, source, _ in episodes)) and not edited:
+        problems.append(f"{path}: edits is missing, yet it lists sources or its episodes name one: only "
+                        f"edit_dataset.py merge writes those")
+    problems += [f"{path}: runs/{r}/only_success is true, yet the dataset holds a failed episode of its seeds"
+                 for r, run in enumerate(runs) if run.get("only_success") and not all(held[r])]
+    expected = {**collection, "next_seed": max((run["next_seed"] for run in runs), default=0),
+                "runs": [{**run, "attempted": run["next_seed"] - run["start_seed"],
+                          **({} if edited else {"kept": len(held[r])})} for r, run in enumerate(runs)]}
+    why = {"next_seed": f"its runs end at seed {expected['next_seed']}"}
+    for r, run in enumerate(runs):
+        seeds = f"seeds {run['start_seed']}–{run['next_seed'] - 1}"
+        why |= {f"runs/{r}/attempted": f"its {seeds} are {run['next_seed'] - run['start_seed']}",
+                f"runs/{r}/kept": f"the dataset holds {len(held[r])} episodes of its {seeds}"}
+    return problems + lerobot_common.json_problems(path, collection, expected, why)
+
+
+def _source_run(runs: list[dict], owners: list[int | None] | None, seed: int | None,
+                source: object) -> tuple[int | None, str | None]:
+    """(the run an episode that names a source belongs to, None for one copied from a replay zarr without a seed;
+    what is wrong), by `owners`, a merged dataset's run of each source (None: the record lists no sources)."""
+    if owners is None:
+        return None, f"names source {source!r}, yet the record lists no sources"
+    if not isinstance(source, int) or not 0 <= source < len(owners):
+        named = "names no source" if source is None else f"names source {source!r}"
+        return None, f"{named}, yet the record lists sources 0 to {len(owners) - 1}"
+    run = owners[source]
+    if run is None:
+        return None, None if seed is None else f"names source {source}, a replay zarr's episodes without a seed"
+    if seed is None or not runs[run]["start_seed"] <= seed < runs[run]["next_seed"]:
+        return None, (f"names source {source}, whose run (runs/{run}) holds seeds {runs[run]['start_seed']}–"
+                      f"{runs[run]['next_seed'] - 1}")
+    return run, None
+
+
+SOURCE_KEYS = ("policy", "action_noise", "command")  # what a merge copies from a run into its source entry
+
+
+def _source_runs(path: str, runs: list[dict], sources: list[dict]) -> tuple[list[str], list[int | None]]:
+    """(problems, per source: the index of its run, None for a replay zarr's): a merge lists each input's sources
+    in order, a collection's one per run with the run's policy (and SHA-256), noise and command, a replay zarr's
+    one without a run."""
+    owners: list[int | None] = []
+    problems = []
+    for k, entry in enumerate(sources):
+        if entry.get("policy") == zarr_replay.COPIED_POLICY:
+            owners.append(None)
+            continue
+        r = sum(owner is not None for owner in owners)
+        run = runs[r] if r < len(runs) else {}
+        keys = [*SOURCE_KEYS, *(["policy_sha256"] if "policy_sha256" in run else [])]
+        if not run or any(entry.get(key) != run.get(key) for key in keys):
+            problems.append(f"{path}: sources/{k} is not runs/{r}'s {', '.join(keys)} (a merge lists one source "
+                            f"per run, in order)")
+        owners.append(r if run else None)
+    if (count := sum(owner is not None for owner in owners)) != len(runs):
+        problems.append(f"{path}: lists {count} collected sources for its {len(runs)} runs (a merge lists one per "
+                        f"run)")
+    return problems, owners
 
 
 def _episodes(root: Path, fmt: str, facts: list[tuple] | None = None) -> list[tuple]:
@@ -254,7 +354,7 @@ def sibling_problems(root: Path, fmt: str, facts: list[tuple]) -> list[str]:
         return []  # a sibling that does not read fails its own checks
     checks = {f"{_record_path(fmt)}: the collection record": [name for name, (theirs_record, _) in theirs.items()
                                                               if theirs_record != record],
-              "episodes: the episodes (seed, length, success, actions, max_coverage)": [
+              "episodes: the episodes (seed, source, length, success, actions, max_coverage)": [
                   name for name, (_, episodes) in theirs.items() if episodes != ours]}
     return [f"{what} of this {fmt} dataset differ from {' and '.join(differs)}'s beside it; the formats of one "
             f"collection hold the same" for what, differs in checks.items() if len(differs) > len(others) / 2]

@@ -40,6 +40,9 @@ class Demonstration:
     seed: int | None  # the start seed where recorded
     image: np.ndarray | None = None  # (T, H, W, 3) uint8 renders, read only when asked for (`images=True`)
     imitate: np.ndarray | None = None  # (T,) bool: False on frames not to imitate (perturbed collections)
+    # a merged dataset's: the index of its source in the collection record's "sources", as stored (--verify's metadata
+    # check holds it to the record)
+    source: int | None = None
 
     def __post_init__(self) -> None:
         """Every episode read has frames and finite numbers: a NaN would flow silently into every statistic (and a
@@ -86,7 +89,8 @@ def _read_named(root: Path, fmt: str, images: bool) -> Iterator[Demonstration]:
                             success=bool(row["success"]) if "success" in row else None,
                             seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
                             imitate=(frames[lerobot_common.IMITATE_KEY].astype(bool).reshape(-1)
-                                     if lerobot_common.IMITATE_KEY in frames else None))
+                                     if lerobot_common.IMITATE_KEY in frames else None),
+                            source=row.get("source"))
 
 
 def check_episode_ends(ends: np.ndarray, frames: int) -> None:
@@ -114,6 +118,7 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
     imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
+    sources = zarr_replay.read_array(meta["episode_source"]) if "episode_source" in meta else None
     image = zarr_replay.ArrayStream(data["img"]) if images else None
 
     def unseeded(e: int) -> bool:  # the reference's episodes, and those an edit copied from it
@@ -129,7 +134,8 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
                             seed=None if unseeded(e) else int(seeds[e]),
                             # DP stores float32 0-255
                             image=None if image is None else np.round(image.rows(start, end)).astype(np.uint8),
-                            imitate=None if imitate is None else imitate.rows(start, end).astype(bool))
+                            imitate=None if imitate is None else imitate.rows(start, end).astype(bool),
+                            source=int(sources[e]) if sources is not None and e < len(sources) else None)
         start = end
 
 

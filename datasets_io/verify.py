@@ -136,11 +136,12 @@ def _require(root: Path, fmt: str) -> None:
 def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
     """Where the `fmt` dataset's metadata (fps, features, totals, episode index, shard lengths...) disagrees with its
     data files or with what its writer writes for `collection` (its collection record): the replay in `verify`
-    follows the metadata to the frames but never checks it; the dataset card's counts are held to it too. Each
-    problem starts with the file it is about; damaged files raise ValueError or OSError naming the file."""
+    follows the metadata to the frames but never checks it; the dataset card is written again and held to it byte
+    for byte. Each problem starts with the file it is about; damaged files raise ValueError or OSError naming the
+    file."""
     _require(root, fmt)
-    return (FORMATS[fmt].check_metadata(root, collection) + card.card_problems(root, fmt)
-            + derived.problems(root, fmt, collection))
+    return (FORMATS[fmt].check_metadata(root, collection) + derived.problems(root, fmt, collection)
+            + card.card_problems(root, fmt, collection))  # last: a card differs where its inputs do
 
 
 def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:

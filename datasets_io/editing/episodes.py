@@ -101,7 +101,7 @@ class Input:
         if "sources" in self.collection:
             return self.collection["sources"]
         if not self.collected:
-            return [{"dataset": str(self.path), "policy": "none: the replay zarr's own episodes (no seeds)",
+            return [{"dataset": str(self.path), "policy": zarr_replay.COPIED_POLICY,
                      "policy_sha256": None, "action_noise": 0.0, "command": None}]
         return [{"dataset": str(self.path), "policy": run["policy"],
                  "policy_sha256": run["policy_sha256"] if "policy_sha256" in run else _sha256_of(run["policy"]),

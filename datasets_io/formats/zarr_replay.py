@@ -48,6 +48,7 @@ PERTURBED = {"executed_action": ((2,), "f4"), "imitate": ((), "bool")}
 
 
 NO_SEED = -1  # meta/episode_seed of an episode copied from a replay zarr without seeds (the human reference)
+COPIED_POLICY = "none: the replay zarr's own episodes (no seeds)"  # a merge's source entry for such episodes
 
 
 SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
@@ -236,13 +237,30 @@ def _length_problems(lengths: np.ndarray, success: np.ndarray, max_steps: int, s
     return problems
 
 
+ATTRIBUTES = ("collection", "quality")  # the root's attributes as the writer writes them; none elsewhere
+
+
+def _attribute_problems(group: zarr.Group) -> list[str]:
+    """The attributes against the writer's: `collection` and `quality` on the root (their content: the derived-file
+    check), no other there or on any group or array inside."""
+    found = list(group.attrs)
+    problems = [f".zattrs: the attribute {name!r} is missing, the writer writes it" for name in ATTRIBUTES
+                if name not in found]
+    problems += [f".zattrs: the attribute {name!r} is not one the writer writes ({', '.join(ATTRIBUTES)})"
+                 for name in found if name not in ATTRIBUTES]
+    members: list[str] = []
+    group.visit(members.append)
+    return problems + [f"{name}/.zattrs: the attributes {sorted(group[name].attrs)}, the writer writes none there"
+                       for name in members if len(group[name].attrs)]
+
+
 def check_metadata(root: Path, collection: dict) -> list[str]:
-    """The arrays against what this writer makes for `collection`'s settings, and meta/episode_ends against the data
-    and the step limit: Diffusion Policy's ReplayBuffer cuts the episodes by episode_ends alone."""
+    """The arrays and attributes against what this writer makes for `collection`'s settings, and meta/episode_ends
+    against the data and the step limit: Diffusion Policy's ReplayBuffer cuts the episodes by episode_ends alone."""
     image_size, _, perturbed = settings(collection)
     group = zarr.open_group(str(root), mode="r")
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
-    problems = _array_problems(group, "data", data_specs)
+    problems = _attribute_problems(group) + _array_problems(group, "data", data_specs)
     meta_specs = {**META, **(SOURCED if "sources" in collection else {})}
     problems += _array_problems(group, "meta", {name: ((), dtype) for name, dtype in meta_specs.items()})
     meta = group["meta"]

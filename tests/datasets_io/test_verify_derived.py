@@ -1,6 +1,8 @@
 """--verify recomputes every derived file from the data: each edited, then its manifest re-hashed (what a careless
-tool does, so the checksums pass), and --verify must fail naming the file. A folder of several formats must hold the
-same collection record and the same episodes in each."""
+tool does, so the checksums pass), and --verify must fail naming the file. So are the dataset card (written again
+byte for byte), the collection record's figures the episodes give, a merged dataset's sources and episode sources,
+the zarr's attributes and RLDS's language instructions. A folder of several formats must hold the same collection
+record and the same episodes in each."""
 
 from __future__ import annotations
 
@@ -10,19 +12,36 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import collect_all_formats, run
+import zarr
+from conftest import ALL_FORMATS, collect_all_formats, one_error, run
 
 import collect_dataset
-from datasets_io import manifest
-from datasets_io.formats import rlds, tfrecord
+import edit_dataset
+from datasets_io import card, manifest
+from datasets_io.formats import FORMATS, rlds, tfrecord
+
+TINY = ["--policy", "random", "--keep-failures", "--max-steps", "8", "--episodes", "2"]
 
 
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return collect_all_formats(tmp_path_factory, "derived", "--policy", "random", "--keep-failures", "--max-steps",
-                               "8", "--episodes", "2")
+    return collect_all_formats(tmp_path_factory, "derived", *TINY)
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two collections (seeds 0-1, 10-11) merged into all four formats: sources 0, 0, 1, 1."""
+    folder = tmp_path_factory.mktemp("merged")
+    for name, start in (("a", "0"), ("b", "10")):
+        assert collect_dataset.main([*TINY, "--start-seed", start, "--format", "zarr", "--output",
+                                     str(folder / name)]) == 0
+    out = folder / "ds"
+    assert edit_dataset.main(["merge", str(folder / "a"), str(folder / "b"), "--output", str(out), "--format",
+                              *ALL_FORMATS]) == 0
+    return out
 
 
 def edit_json(path: Path, change: Callable[[dict], None]) -> None:
@@ -44,20 +63,89 @@ def edit_episodes_parquet(root: Path, column: str, value: object) -> None:
     pq.write_table(pq.read_table(path).schema.empty_table().from_pylist(rows, schema=pq.read_schema(path)), path)
 
 
-def rewrite_rlds_flag(root: Path) -> None:
-    """is_first set on every step, the record re-encoded with valid CRCs."""
+def rewrite_rlds(root: Path, change: Callable[[list[dict]], None]) -> None:
+    """The first shard's episodes changed, re-encoded with valid CRCs."""
     shard = rlds.shards(root)[0]
     examples = [tfrecord.decode_example(record) for record in tfrecord.read_records(shard)]
-    examples[0]["steps/is_first"] = np.ones_like(examples[0]["steps/is_first"])
+    change(examples)
     with open(shard, "wb") as handle:
         for example in examples:
             tfrecord.write_record(handle, tfrecord.encode_example(example))
+
+
+def rewrite_rlds_flag(root: Path) -> None:
+    """is_first set on every step."""
+    rewrite_rlds(root, lambda examples: examples[0].update({"steps/is_first": np.ones_like(
+        examples[0]["steps/is_first"])}))
+
+
+def rewrite_instruction(root: Path) -> None:
+    """Episode 0's steps instructed otherwise."""
+    rewrite_rlds(root, lambda examples: examples[0].update({"steps/language_instruction": [
+        b"Push the T-shaped block off the T-shaped target."] * len(examples[0]["steps/language_instruction"])}))
+
+
+def edit_record(root: Path, change: Callable[[dict], None]) -> None:
+    """The collection record changed where the format keeps it (zarr: an attribute)."""
+    fmt = next(name for name in FORMATS if FORMATS[name].is_dataset(root))
+    if fmt == "zarr":
+        group = zarr.open_group(str(root), mode="a")
+        record = dict(group.attrs["collection"])
+        change(record)
+        group.attrs["collection"] = record
+    else:
+        edit_json(root / ("collection.json" if fmt == "rlds" else "meta/collection.json"), change)
+
+
+def edit_sources(root: Path, change: Callable[[list[int]], None]) -> None:
+    """Every episode's `source` changed where the format keeps it."""
+    fmt = next(name for name in FORMATS if FORMATS[name].is_dataset(root))
+    if fmt == "zarr":
+        array = zarr.open_group(str(root), mode="a")["meta/episode_source"]
+        values = list(array[:])
+        change(values)
+        array[:] = values
+    elif fmt == "lerobot-v2.1":
+        path = root / "meta/episodes.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        values = [row["source"] for row in rows]
+        change(values)
+        path.write_text("".join(json.dumps({**row, "source": int(value)}) + "\n"
+                                for row, value in zip(rows, values, strict=True)))
+    elif fmt == "lerobot":
+        path = next((root / "meta" / "episodes").rglob("*.parquet"))
+        table = pq.read_table(path)
+        values = table.column("source").to_pylist()
+        change(values)
+        pq.write_table(table.set_column(table.schema.get_field_index("source"), "source",
+                                        pa.array(values, table.schema.field("source").type)), path)
+    else:
+        def change_examples(examples: list[dict]) -> None:
+            values = [int(example["episode_metadata/source"][0]) for example in examples]
+            change(values)
+            for example, value in zip(examples, values, strict=True):
+                example["episode_metadata/source"] = np.array([value])
+
+        rewrite_rlds(root, change_examples)
+
+
+def swap_first_and_last(values: list[int]) -> None:
+    values[0], values[-1] = values[-1], values[0]
+
+
+def edit_card(root: Path, old: str, new: str) -> None:
+    text = (root / card.CARD_NAME).read_text()
+    assert old in text
+    (root / card.CARD_NAME).write_text(text.replace(old, new))
 
 
 def scale_mean(stats: dict) -> None:
     stats["action"]["mean"] = [value * 1.01 for value in stats["action"]["mean"]]
 
 
+CARD_TEXT = "recorded by pusht_sac's `collect_dataset.py`"
+SWAPPED = "episode 0 (seed 0) names source 1, whose run (runs/1) holds seeds 10–11"
+OUT_OF_RANGE = "episode 0 (seed 0) names source 7, yet the record lists sources 0 to 1"
 EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "v3.0 stats.json": ("lerobot", lambda r: edit_json(r / "meta/stats.json", scale_mean), "meta/stats.json"),
     "v2.1 stats.json": ("lerobot-v2.1", lambda r: edit_json(r / "meta/stats.json", scale_mean), "meta/stats.json"),
@@ -83,13 +171,50 @@ EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {
                                                      lambda d: d["runs"][0].update(start_seed=5, next_seed=7)),
                          "collection.json: episode seed 0 lies in none"),
     "rlds is_first": ("rlds", rewrite_rlds_flag, "steps/is_first is not the episode's"),
+    "card deleted": ("zarr", lambda r: (r / card.CARD_NAME).unlink(), "README.md: missing"),
+    "card licence": ("lerobot", lambda r: edit_card(r, "license: mit", "license: apache-2.0"),
+                     "README.md: line 2 reads 'license: apache-2.0'"),
+    "card text": ("rlds", lambda r: edit_card(r, CARD_TEXT, CARD_TEXT.replace("recorded", "made")),
+                  "made by pusht_sac"),
+    "card title": ("lerobot-v2.1", lambda r: edit_card(r, "# ds/lerobot-v2.1:", "# mine:"),
+                   "'|  | ds/lerobot-v2.1 | human reference |'"),
+    "run policy": ("zarr", lambda r: edit_record(r, lambda d: d["runs"][0].update(policy="mine.pt")),
+                   "the writer writes '| `mine.pt` |"),
+    "run noise": ("rlds", lambda r: edit_record(r, lambda d: d["runs"][0].update(action_noise=0.5)),
+                  "| 0.5 | `python"),
+    "run kept": ("lerobot", lambda r: edit_record(r, lambda d: d["runs"][0].update(kept=7)),
+                 "meta/collection.json: runs/0/kept is 7, the dataset holds 2 episodes of its seeds 0–1"),
+    "run attempted": ("zarr", lambda r: edit_record(r, lambda d: d["runs"][0].update(attempted=9)),
+                      "collection attribute: runs/0/attempted is 9, its seeds 0–1 are 2"),
+    "zarr max_steps": ("zarr", lambda r: edit_record(r, lambda d: d.update(max_steps=9)),
+                       "or after 8 steps; failed"),
+    "zarr attribute": ("zarr", lambda r: zarr.open_group(str(r), mode="a").attrs.update(notes="x"),
+                       ".zattrs: the attribute 'notes' is not one the writer writes"),
+    "zarr array attribute": ("zarr", lambda r: zarr.open_group(str(r), mode="a")["data/img"].attrs
+                             .update(notes="x"), "data/img/.zattrs: the attributes ['notes']"),
+    "rlds language_instruction": ("rlds", rewrite_instruction,
+                                  "episode 0's steps/language_instruction is not the task"),
 }
+MERGED_EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {  # of a merged dataset's provenance
+    "source policy_sha256": ("lerobot-v2.1", lambda r: edit_record(
+        r, lambda d: d["sources"][1].update(policy_sha256="0" * 64)), "sources/1 is not runs/1's policy"),
+    "edits removed": ("zarr", lambda r: edit_record(r, lambda d: d.pop("edits")),
+                      "collection attribute: edits is missing"),
+    **{f"{fmt} source swapped": (fmt, lambda r: edit_sources(r, swap_first_and_last), SWAPPED)
+       for fmt in ALL_FORMATS},
+    **{f"{fmt} source out of range": (fmt, lambda r: edit_sources(r, lambda v: v.__setitem__(0, 7)),
+                                      OUT_OF_RANGE) for fmt in ALL_FORMATS},
+}
+CASES = {**{case: ("collection", *edit) for case, edit in EDITS.items()},
+         **{case: ("merged", *edit) for case, edit in MERGED_EDITS.items()}}
 
 
-@pytest.mark.parametrize("case", EDITS)
-def test_an_edited_derived_file_fails_verify_even_with_its_manifest_rehashed(copy: Path, capsys, case: str) -> None:
-    fmt, edit, says = EDITS[case]
-    root = copy / fmt
+@pytest.mark.parametrize("case", CASES)
+def test_an_edited_derived_file_fails_verify_even_with_its_manifest_rehashed(request: pytest.FixtureRequest,
+                                                                             tmp_path: Path, capsys,
+                                                                             case: str) -> None:
+    dataset, fmt, edit, says = CASES[case]
+    root = Path(shutil.copytree(request.getfixturevalue(dataset), tmp_path / "ds")) / fmt
     edit(root)
     manifest.write(root)  # the careless tool: the checksums now vouch for the edit
     code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
@@ -99,9 +224,26 @@ def test_an_edited_derived_file_fails_verify_even_with_its_manifest_rehashed(cop
     assert "checksums OK" in out
 
 
-def test_the_untouched_collection_passes(collection: Path, capsys) -> None:
-    code, out, _ = run(collect_dataset.main, ["--verify", str(collection)], capsys)
+@pytest.mark.parametrize("dataset", ["collection", "merged"])
+def test_the_untouched_collection_passes(request: pytest.FixtureRequest, capsys, dataset: str) -> None:
+    code, out, _ = run(collect_dataset.main, ["--verify", str(request.getfixturevalue(dataset))], capsys)
     assert code == 0, out
+
+
+def test_a_merged_dataset_so_edited_is_refused_by_edits_and_resume(merged: Path, tmp_path: Path, capsys) -> None:
+    """The edits check the input's metadata first (no KeyError on a source out of range), and --resume its record:
+    without `edits`, a merged dataset would take episodes without a source."""
+    root = Path(shutil.copytree(merged / "zarr", tmp_path / "merged"))
+    edit_sources(root, lambda values: values.__setitem__(0, 7))
+    manifest.write(root)
+    for argv in (["select", str(root), "--episodes", "0:2"], ["merge", str(root), str(merged / "rlds")]):
+        code, _, err = run(edit_dataset.main, [*argv, "--output", str(tmp_path / "out")], capsys)
+        assert code == 2 and OUT_OF_RANGE in one_error(err) and not (tmp_path / "out").exists()
+    edit_sources(root, lambda values: values.__setitem__(0, 0))
+    edit_record(root, lambda record: record.pop("edits"))
+    manifest.write(root)
+    code, _, err = run(collect_dataset.main, [*TINY[:-2], "--episodes", "4", "--resume", "--output", str(root)], capsys)
+    assert code == 2 and "collection attribute: edits is missing" in one_error(err)
 
 
 def test_a_lone_format_holds_max_coverage_to_its_replay(collection: Path, tmp_path: Path, capsys) -> None:

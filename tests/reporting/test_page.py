@@ -20,7 +20,9 @@ from PIL import Image
 import collect_dataset
 import dataset_report
 from common.ownership import written_by
+from datasets_io import card
 from datasets_io.collection.run import store_quality
+from datasets_io.formats import zarr_replay
 from reporting.page import GENERATOR, GOAL_POSE, HEADER_ROWS, STRIP_EPISODES, seed_runs
 from reporting.report import WRITER
 
@@ -151,7 +153,11 @@ def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp
     group = zarr.open_group(str(copy), mode="a")
     start, seed = int(group["meta"]["episode_ends"][1]), int(group["meta"]["episode_seed"][2])
     group["data"]["action"][start + 3] = group["data"]["action"][start + 3] + 60.0  # episode 2's fourth target
-    store_quality(copy, ("zarr",))  # re-derived, as a careless tool would: the metadata agrees, only replay tells
+    # re-derived, as a careless tool would (the quality figures, then the card quoting them): the metadata agrees,
+    # only replay tells
+    quality = store_quality(copy, ("zarr",))
+    title = card.card_title((copy / card.CARD_NAME).read_text(), "zarr")
+    card.write_card(copy, title, "zarr", zarr_replay.read_collection(copy), quality, ["lerobot"])
     result, text = report(tmp_path, capsys, str(copy), "--reference", str(human), "--verify")
     checked, reference = (entry["verify"] for entry in result["datasets"])
     assert reference is None and checked["episodes"] == 4
