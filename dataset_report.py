@@ -94,14 +94,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = vars(parse_args(argv))
     request = ReportRequest(**{f.name: args[f.name] for f in fields(ReportRequest)})
-    kept = (f"; the finished jobs and training checkpoints stay in {request.work_dir}: run the same command to go on"
-            if request.work_dir else "")
 
     def body() -> int:
         check_finite(args)
         return report(request)
 
-    return run_command(body, f"interrupted; no report written{kept}")
+    # before the jobs run (reading, --verify): a judgement stopped while they run says itself what it kept
+    return run_command(body, "interrupted; no report written")
 
 if __name__ == "__main__":
     sys.exit(main())

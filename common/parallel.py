@@ -16,6 +16,7 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.resource_tracker
 import os
 import pickle
 import queue
@@ -125,6 +126,10 @@ _prepared: tuple[object, Callable] | None = None  # a Ray worker process's (cont
 def _serve(connection: Connection, setup: Setup, context: Any) -> None:
     """One local worker process: prepare once, then answer each item on the pipe in turn until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and keeps what is complete
+    # The locks a task makes (tqdm makes one for its bars, even disabled ones) are then unlinked as soon as made, as
+    # under fork: as spawn's named semaphores, a worker that close() terminates mid-task would leave them to the
+    # resource tracker, which reports them as leaked after the driver's last line.
+    multiprocessing.set_start_method("fork", force=True)
     try:
         run, failure = setup(context), None
     except Exception as err:  # told to the driver with the first item, which names it
@@ -181,7 +186,15 @@ class _Processes:
         # a daemon, as multiprocessing.Pool's workers: ended with the driver, whatever state it leaves them in (so a
         # task cannot start processes of its own; none of ours does)
         process = spawn.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
-        process.start()
+        # The worker starts with SIGINT blocked (the mask is inherited; held here only while it starts), so a Ctrl-C
+        # to the terminal's group while it imports, before _serve ignores SIGINT, is no traceback of its own. The
+        # resource tracker first: starting it unblocks SIGINT.
+        multiprocessing.resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()  # the worker holds the only other end: its death ends our reads
         self.workers.append(_Worker(process, ours, collections.deque()))
         return self.workers[-1]

@@ -48,6 +48,14 @@ class ImageFlowConfig(FlowConfig):
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
     full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
 
+    @property
+    def perception_steps(self) -> int:
+        return max(1, round(self.perception_ratio * self.steps))
+
+    @property
+    def training_steps(self) -> int:
+        return self.perception_steps + self.steps
+
 
 def downsample(pixels: torch.Tensor, side: int) -> torch.Tensor:
     """(N, 3, 96, 96) 0-255 renders → (N, 3, side, side) uint8 area averages: one function for training and acting,
@@ -169,8 +177,7 @@ def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowCo
     def perception_loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
         return nn.functional.mse_loss(model(images[index].to(config.device)), labels[index.to(config.device)])
 
-    stage = replace(config, steps=max(1, round(config.perception_ratio * config.steps)),
-                    batch_size=config.perception_batch, ema_decay=0.0)
+    stage = replace(config, steps=config.perception_steps, batch_size=config.perception_batch, ema_decay=0.0)
     perception, seen = train(perception, perception_loss, n_fit, stage, "imitation: training image perception",
                              progress, work_dir / "perception.pt" if work_dir else None)
     perception.requires_grad_(False)

@@ -8,11 +8,16 @@ horizon asked for (one trained learner serves them all).
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import shutil
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
+from functools import partial
+from multiprocessing.sharedctypes import RawArray
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +31,13 @@ from datasets_io.readers import Demonstration
 from imitation import flow, image, mlp, unet
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
-from imitation.training import LearnerConfig
+from imitation.training import LearnerConfig, step_counter
 from protocol.pusht_eval import wilson_interval
 
 # (episodes, config, progress, work_dir: where training checkpoints live, or None) → (policy, training record)
 Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool, Path | None], tuple[ChunkPolicy, dict]]
 LEARNER_FORMAT = "pusht_sac.learner/1"
+PROGRESS_S = 0.5  # how often the judgement's bar reads the jobs' step counts
 
 
 @dataclass(frozen=True)
@@ -107,13 +113,17 @@ def learner_file(folder: Path, job: Job) -> Path:
 
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
             overrides: dict | None = None, progress: bool = False, save_to: Path | None = None,
-            work_dir: Path | None = None) -> dict:
+            work_dir: Path | None = None, count: Callable[[int], None] | None = None) -> dict:
     """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
     With `save_to`, the trained learner is kept there (`learner_file`); with `work_dir`, its training checkpoints
-    there and an interrupted job's training continues from them."""
+    there and an interrupted job's training continues from them; `count` is told every training step."""
     torch.set_num_threads(1)
     config, fit = job_config(job, overrides), LEARNERS[job.learner].fit
-    policy, training = fit(episodes, config, progress, work_dir)
+    counting = step_counter.set(count)
+    try:
+        policy, training = fit(episodes, config, progress, work_dir)
+    finally:
+        step_counter.reset(counting)
     if save_to is not None:
         save_learner(learner_file(save_to, job), job.learner, policy)
     results = {}
@@ -141,6 +151,25 @@ class JobStore:
         """Where the job of `key` keeps its training checkpoints until it is stored: the key decides reuse."""
         return None if self.folder is None else self._path(key).with_suffix(".partial")
 
+    def checkpointed(self, key: dict) -> bool:
+        """Whether the unfinished job of `key` reached a training checkpoint (written atomically: no partial one)."""
+        folder = self.work_dir(key)
+        return folder is not None and any(folder.glob("*.pt"))
+
+    def kept(self, keys: Sequence[dict]) -> str:
+        """What the store holds of the jobs of `keys`, for a stopped judgement's last line: the same command goes on
+        from the finished jobs and from the checkpoints of the unfinished ones that reached one, nothing else."""
+        if self.folder is None:
+            return "pass --work-dir to keep finished jobs"
+        finished = [key for key in keys if self._path(key).is_file()]
+        continued = sum(self.checkpointed(key) for key in keys if key not in finished)
+        if not finished and not continued:
+            return f"nothing kept in {self.folder}: no job finished or reached its first checkpoint"
+        checkpoints = (f", and the checkpoints of {counted(continued, 'unfinished job')}" if continued else
+                       " (no unfinished job reached its first checkpoint)")
+        return (f"{counted(len(finished), 'finished job')} kept in {self.folder}{checkpoints}: run the same command "
+                f"to go on")
+
     def get(self, key: dict) -> dict | None:
         if self.folder is None or not self._path(key).is_file():
             return None
@@ -159,9 +188,33 @@ class JobStore:
 
 
 def job_runner(context: tuple) -> Callable[[int], dict]:
-    """A worker's side of a judgement: job n's result. The jobs' data come once per worker, not once per job."""
-    jobs, work_dirs, exec_horizons, eval_seeds, overrides, progress, save_to = context
-    return lambda n: run_job(*jobs[n], exec_horizons, eval_seeds, overrides, progress, save_to, work_dirs[n])
+    """A worker's side of a judgement: job n's result. The jobs' data come once per worker, not once per job; job
+    n's training steps are counted in `steps_taken[n]` (shared with the driver, where it can be)."""
+    jobs, work_dirs, exec_horizons, eval_seeds, overrides, progress, save_to, steps_taken = context
+    return lambda n: run_job(*jobs[n], exec_horizons, eval_seeds, overrides, progress, save_to, work_dirs[n],
+                             None if steps_taken is None else partial(_add, steps_taken, n))
+
+
+def _add(counts: ctypes.Array, n: int, steps: int) -> None:
+    counts[n] += steps
+
+
+@contextmanager
+def following(bar: tqdm, taken: Callable[[], int]) -> Iterator[None]:
+    """`bar` brought up to `taken()` every PROGRESS_S by a thread of its own while the block waits on results."""
+    stop = threading.Event()
+
+    def follow() -> None:
+        while not stop.wait(PROGRESS_S):
+            bar.update(taken() - bar.n)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def describe(job: Job) -> str:
@@ -171,29 +224,47 @@ def describe(job: Job) -> str:
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
              eval_seeds: Sequence[int], backend: parallel.Backend, overrides: dict | None = None,
              store: JobStore | None = None, save_to: Path | None = None) -> list[dict]:
-    """Every job's result, in the order given; the backend's workers share them, one progress bar counts them.
-    Jobs already in `store` are not run again (unless their learner is to be saved and is missing); each
-    finished job goes there as soon as it ends, and an unfinished one's training resumes from its checkpoints."""
+    """Every job's result, in the order given; the backend's workers share them, one progress bar counts their
+    training steps (so its ETA shows while the first jobs train). Jobs already in `store` are not run again (unless
+    their learner is to be saved and is missing); each finished job goes there as soon as it ends, and an
+    unfinished one's training resumes from its checkpoints."""
     store = store or JobStore(None)
     keys = [job_key(job, exec_horizons, eval_seeds, overrides) for job, _ in jobs]
     results: dict[int, dict] = {
         n: found for n, key in enumerate(keys)
         if (found := store.get(key)) is not None and (save_to is None or learner_file(save_to, jobs[n][0]).is_file())}
     todo = [n for n in range(len(jobs)) if n not in results]
+    if results or any(store.checkpointed(keys[n]) for n in todo):
+        print(resuming(store, [keys[n] for n in todo], len(results)))
     if len(todo) <= 1 and backend.ray is None:
         backend = parallel.Backend()  # a single job runs here: no process to spawn
     progress = len(jobs) == 1 and backend == parallel.Backend()  # the job's own bars, where they can be seen
+    steps = [job_config(job, overrides).training_steps for job, _ in jobs]
+    done = [steps[n] if n in results else 0 for n in range(len(jobs))]  # per job: its steps, once it ended
+    # each job's steps as they are taken, in memory shared with the local workers; Ray's share none: a job's
+    # steps count when it ends
+    taking = RawArray(ctypes.c_int64, len(jobs)) if backend.ray is None else None
     context = (list(jobs), [store.work_dir(key) for key in keys], exec_horizons, eval_seeds, overrides, progress,
-               save_to.resolve() if save_to is not None else None)
-    with tqdm(total=len(jobs), initial=len(results), desc="imitation: judging", unit="job",
-              disable=len(jobs) == 1 or None) as bar:
+               save_to.resolve() if save_to is not None else None, taking)
+    with tqdm(total=sum(steps), initial=sum(done), desc="imitation: judging", unit="step", unit_scale=True,
+              disable=len(jobs) == 1 or None) as bar, \
+            following(bar, lambda: sum(map(max, done, taking if taking is not None else done))):
         for n, result in parallel.imap(job_runner, context, todo, backend, lambda n: describe(jobs[n][0]),
                                        ordered=False):
             results[n] = result
             store.put(keys[n], result)
-            bar.set_postfix_str(f"done {jobs[n][0].learner} seed {jobs[n][0].seed} on {jobs[n][0].frames} frames")
-            bar.update(1)
+            done[n] = steps[n]
+            bar.set_postfix_str(f"{len(results)}/{len(jobs)} jobs, done {jobs[n][0].learner} seed {jobs[n][0].seed} "
+                                f"on {jobs[n][0].frames} frames")
     return [results[n] for n in range(len(jobs))]
+
+
+def resuming(store: JobStore, unfinished: Sequence[dict], finished: int) -> str:
+    """What a judgement takes up from its --work-dir: its finished jobs, and the unfinished ones that continue from
+    a checkpoint rather than from the start."""
+    continued = sum(store.checkpointed(key) for key in unfinished)
+    return (f"imitation: resuming from {store.folder}: {counted(finished, 'finished job')}, {len(unfinished)} to run"
+            + (f" ({continued} from a checkpoint)" if continued else ""))
 
 
 def _spread(values: list[float]) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -32,6 +33,9 @@ CHECKPOINT_EVERY = 1000  # steps between checkpoints: a few seconds of writing a
 LossFn = Callable[[nn.Module, torch.Tensor, torch.Generator], torch.Tensor]
 # (model, raw observations, scaled target chunks, generator) → loss
 SampleLoss = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
+# Told every step `train` takes, a resumed run's earlier ones first (None: nobody asks): a judge running many jobs
+# counts them all in one bar (imitation/judge.py) without every learner's fit passing a counter down.
+step_counter: ContextVar[Callable[[int], None] | None] = ContextVar("step_counter", default=None)
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class LearnerConfig:
     # figure is the best measured. None: both it and `--quick` use `steps`.
     # A class constant, not a field, so that stored judge jobs keep their keys.
     full_steps: ClassVar[int | None] = None
+
+    @property
+    def training_steps(self) -> int:
+        """Every gradient step a fit takes, all its stages: what a judge's progress counts."""
+        return self.steps
 
 
 def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
@@ -114,6 +123,8 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
                     checkpoint)
 
     started, cpu_started = time.perf_counter(), time.process_time()
+    count = step_counter.get() or (lambda _steps: None)
+    count(start)
     model.train()
     with tqdm(range(start, config.steps), desc=desc, unit="step", initial=start, total=config.steps,
               disable=not progress or None, mininterval=1.0) as bar:
@@ -135,6 +146,7 @@ def train(model: nn.Module, loss_fn: LossFn, n_samples: int, config: LearnerConf
                 bar.set_postfix(loss=f"{last_mean:.4f}")
             if checkpoint is not None and ((step + 1) % checkpoint_every == 0 or step + 1 == config.steps):
                 save(step + 1)
+            count(1)
     trained = ema.module if ema is not None else model
     trained.eval()
     seconds, cpu_seconds = spent + time.perf_counter() - started, cpu_spent + time.process_time() - cpu_started

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common import parallel
+from common import interrupts, parallel
 from common.cli import (
     EXIT_INTERRUPTED,
     BadInput,
@@ -28,7 +28,17 @@ from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata, replay_failures
-from imitation.judge import LEARNERS, QUICK, STATE_LEARNERS, Job, JobStore, aggregate, format_row, run_jobs
+from imitation.judge import (
+    LEARNERS,
+    QUICK,
+    STATE_LEARNERS,
+    Job,
+    JobStore,
+    aggregate,
+    format_row,
+    job_key,
+    run_jobs,
+)
 from imitation.training import LearnerConfig
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME
 from reporting.page import PageDataset, build_page
@@ -242,10 +252,10 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
         save_to = Path(args.save_learners) if args.save_learners else None
         try:
             results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, backend, overrides, store, save_to)
-        except parallel.Stopped as err:
-            kept = (f"the finished jobs are kept in {args.work_dir}; run the same command to go on" if args.work_dir
-                    else "pass --work-dir to keep finished jobs")
-            print(f"{err}: {kept}", file=sys.stderr)
+        except (parallel.Stopped, interrupts.Interrupted) as err:  # what is kept is known only now
+            keys = [job_key(job, args.exec_horizon, seeds, overrides) for job, _ in jobs]
+            reason = "interrupted" if isinstance(err, interrupts.Interrupted) else str(err)
+            print(f"{reason}; no report written; {store.kept(keys)}", file=sys.stderr)
             return EXIT_INTERRUPTED
         rows = aggregate(results)
         result["imitation"] = {"protocol": PROTOCOL_NAME, "start_seed": args.start_seed, "episodes": args.episodes,

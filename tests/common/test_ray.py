@@ -358,7 +358,8 @@ def test_a_judge_job_that_raises_on_ray_is_retried_once_then_named_and_the_finis
     frames = sum(episode.length for episode in read_demonstrations(judge_data)[2])
     assert result.stderr.splitlines() == [
         f"job mlp seed 1 on {frames} frames of {judge_data} failed twice: ValueError: injected failure of 1, "
-        f"attempt 2: the finished jobs are kept in {work}; run the same command to go on"]
+        f"attempt 2; no report written; 1 finished job kept in {work} (no unfinished job reached its first "
+        f"checkpoint): run the same command to go on"]
     assert attempts(log, 1) == 2 and attempts(log, 0) == 1
     stored = {path.name: path.read_bytes() for path in work.iterdir()}
     assert len(stored) == 1 and "_mlp_s0_" in next(iter(stored))  # the finished job, stored; no checkpoints left

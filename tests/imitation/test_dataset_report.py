@@ -23,7 +23,7 @@ from datasets_io.statistics import motion_statistics
 from env.pusht_wrapper import block_keypoints, make_env
 from imitation import flow, mlp, unet
 from imitation.evaluation import ChunkedController, evaluate_learner
-from imitation.judge import LEARNERS, aggregate, format_row, load_learner, save_learner
+from imitation.judge import LEARNERS, Job, aggregate, format_row, job_config, load_learner, run_job, save_learner
 from imitation.normalizer import RangeNormalizer
 from imitation.windows import episode_windows
 from protocol.loading import random_policy
@@ -262,24 +262,40 @@ def test_the_image_learner_trains_on_zarr_renders_and_evaluates_on_env_renders(t
     assert row["learner"] == "image" and row["frames"] == 75 and row["pooled"]["episodes"] == 2
 
 
+@pytest.mark.parametrize("learner", ["mlp", "image"])
+def test_a_job_counts_every_training_step_and_a_resumed_one_its_earlier_ones_first(tiny_dataset, tmp_path, learner):
+    """What the judgement's bar sums: every step of every stage (the image learner's perception, then its head),
+    and for a job resumed from its checkpoints the steps they hold, at once."""
+    _, _, episodes = read_demonstrations(tiny_dataset / "zarr", images=learner == "image")
+    job, overrides = Job("ds", 75, learner, 0), {"steps": 6}
+    config = job_config(job, overrides)
+    first, again = [], []
+    for told in (first, again):  # the second run finds the first one's final checkpoints
+        run_job(job, episodes, [8], [100_000], overrides, work_dir=tmp_path / "job", count=told.append)
+    assert sum(first) == config.training_steps and set(first) <= {0, 1}  # one by one
+    assert again == ([config.perception_steps, config.steps] if learner == "image" else [config.steps])
+
+
 def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp_path):
     work = tmp_path / "jobs"
 
-    def judge(*extra: str) -> dict:
+    def judge(*extra: str) -> tuple[dict, str]:
         out = tmp_path / "r.json"
         result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp",
                             "--train-steps", "5", "--episodes", "2", "--exec-horizon", "8", "--seeds", "2",
                             "--work-dir", str(work), "--json", str(out), "--overwrite", *extra)
         assert result.returncode == 0, result.stderr
-        return json.loads(out.read_text())["imitation"]
+        return json.loads(out.read_text())["imitation"], result.stdout
 
-    first = judge()
-    assert len(list(work.glob("*.json"))) == 2
+    first, said = judge()
+    assert len(list(work.glob("*.json"))) == 2 and "resuming" not in said
     stamps = {p: p.stat().st_mtime_ns for p in work.glob("*.json")}
-    assert judge()["summary"] == first["summary"]
+    again, said = judge()
+    assert again["summary"] == first["summary"]
+    assert f"imitation: resuming from {work}: 2 finished jobs, 0 to run\n" in said
     assert {p: p.stat().st_mtime_ns for p in work.glob("*.json")} == stamps  # reused, not rewritten
-    judge("--train-steps", "6")  # another config: new jobs beside the old ones
-    assert len(list(work.glob("*.json"))) == 4
+    _, said = judge("--seeds", "3", "--train-steps", "6")  # another config: new jobs beside the old ones
+    assert len(list(work.glob("*.json"))) == 5 and "resuming" not in said
 
 
 TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
@@ -340,14 +356,16 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
         interrupted.send_signal(signal.SIGINT)  # Ctrl-C, after the first checkpoint, before the end of training
         assert interrupted.wait(60) == 130, interrupted.stderr.read()
         assert interrupted.stderr.read().splitlines() == [
-            f"interrupted; no report written; the finished jobs and training checkpoints stay in {tmp_path}/cut_jobs: "
-            f"run the same command to go on"]
+            f"interrupted; no report written; 0 finished jobs kept in {tmp_path}/cut_jobs, and the checkpoints of 1 "
+            f"unfinished job: run the same command to go on"]
         (checkpoint,) = found
         assert load_file(checkpoint)["step"] == CHECKPOINT_EVERY
         assert not (tmp_path / "cut.json").exists()
         again = subprocess.run(command("cut"), cwd=REPO, capture_output=True, text=True, timeout=120,
                                env={**os.environ, "OMP_NUM_THREADS": "1"})  # the same command, run again
         assert again.returncode == 0, again.stderr
+        assert f"imitation: resuming from {tmp_path}/cut_jobs: 0 finished jobs, 1 to run (1 from a checkpoint)\n" \
+            in again.stdout
         assert uninterrupted.wait(120) == 0, uninterrupted.stderr.read()
     finally:
         for process in (interrupted, uninterrupted):

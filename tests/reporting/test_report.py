@@ -1,13 +1,26 @@
-"""dataset_report.py, the report as a whole: the JSON's documented keys, the scaling plot, and bad input as one
-line (a dataset named twice, an output inside a dataset, two outputs naming one file: before any work)."""
+"""dataset_report.py, the report as a whole: the JSON's documented keys, the scaling plot, bad input as one line
+(a dataset named twice, an output inside a dataset, two outputs naming one file: before any work), and a judgement
+under a terminal: its bar counts every job's training steps, and Ctrl-C ends it in one line."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import collect_tiny, one_error, run, run_script, tree
+from conftest import REPO, collect_tiny, interruptible, one_error, run, run_script, tree
 
 import dataset_report
 
@@ -89,3 +102,67 @@ def test_a_dataset_named_twice_or_an_output_in_its_way_is_refused_before_any_wor
     assert code == 2 and message in one_error(err) and out == ""  # not a dataset's statistics read
     assert tree(tiny_dataset.parent) == before  # nothing written, no folder made
 
+
+def judging(argv: list[str], ready: Callable[[int, str], bool]) -> tuple[int, str]:
+    """dataset_report.py under a terminal (the bar draws only on one) in a process group of its own, as a shell's job:
+    the group (its workers too) gets Ctrl-C once `ready(pid, what it drew)`; its exit code and all it drew."""
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))  # tqdm draws nothing 0 wide
+    process = subprocess.Popen([sys.executable, str(REPO / "dataset_report.py"), *argv], cwd=REPO,
+                               stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, start_new_session=True,
+                               preexec_fn=interruptible, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    os.close(secondary)
+    drawn, deadline = "", time.monotonic() + 120
+    try:
+        while not ready(process.pid, drawn):
+            assert process.poll() is None and time.monotonic() < deadline, drawn[-2000:]
+            if select.select([primary], [], [], 0.05)[0]:
+                drawn += os.read(primary, 65536).decode(errors="replace")
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(60)
+        while select.select([primary], [], [], 1)[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            drawn += chunk.decode(errors="replace")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        os.close(primary)
+    return code, drawn
+
+
+def workers_importing(pid: int, _drawn: str) -> bool:
+    """Whether both of `pid`'s worker processes are started (spawned: the first seconds import torch)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return sum("spawn_main" in Path(f"/proc/{child}/cmdline").read_text(errors="replace")
+                   for child in children) == 2
+    except OSError:  # a child gone between the listing and its reading
+        return False
+
+
+def training(_pid: int, drawn: str) -> bool:
+    """Whether the bar shows steps taken of both jobs' 200k, with an ETA."""
+    return re.search(r"judging: +\d+%\|.*\| (?!0/)[\d.]+k?/200k \[[\d:]+<[\d:]+", drawn) is not None
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the workers in /proc (Linux)")
+@pytest.mark.parametrize("moment", [workers_importing, training])
+def test_a_judgement_counts_every_jobs_steps_and_ctrl_c_ends_it_in_one_line(tiny_dataset: Path, tmp_path: Path,
+                                                                           moment: Callable[[int, str], bool]) -> None:
+    """Two jobs of 100k steps on two workers: while they train, the bar counts the steps of both (of 200k) with an
+    ETA, long before either ends. Ctrl-C to the terminal's group (the workers get it too), while the workers import
+    or once they train, ends the run with exit 130 and one line that says what is kept: no worker's traceback, no
+    semaphore left to the resource tracker."""
+    work = tmp_path / "jobs"
+    code, drawn = judging([str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp", "--seeds", "2",
+                           "--train-steps", "100000", "--episodes", "1", "--exec-horizon", "8", "--workers", "2",
+                           "--work-dir", str(work)], moment)
+    assert code == 130 and "Traceback" not in drawn and "resource_tracker" not in drawn, drawn[-3000:]
+    last = [line for line in re.split(r"[\r\n]+", drawn) if line.strip()][-1]
+    assert last == f"interrupted; no report written; nothing kept in {work}: no job finished or reached its first " \
+                   f"checkpoint", drawn[-3000:]
