@@ -53,6 +53,7 @@ from datasets_io.collection.plan import (
 )
 from datasets_io.collection.run import collect
 from datasets_io.verify import run_verify
+from env.appearance import LEVELS
 from env.pusht_wrapper import MAX_EPISODE_STEPS
 from imitation.evaluation import LearnerBursts
 from imitation.judge import load_learner
@@ -106,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     success.add_argument("--keep-failures", dest="keep_failures", action="store_true",
                          help="keep every episode, one per seed")
     parser.add_argument("--max-attempts", type=int, help="seeds to try for --only-success (default 10 x episodes)")
+    parser.add_argument("--appearance", choices=LEVELS, metavar="LEVEL",
+                        help="how the frames look, drawn per episode from its seed: none (gym-pusht's own look), "
+                             "colors (colours, brightness, contrast), full (also a small camera change and distractor "
+                             "shapes); rendering only, the physics and actions are the same (env/appearance.py; "
+                             "default none; with --resume: the dataset's own)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")

@@ -17,6 +17,8 @@ import imageio.v3 as iio
 import numpy as np
 
 from datasets_io import lerobot_stats
+from env import appearance
+from env.appearance import Appearance
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
 from protocol.pusht_eval import EpisodeTracker, Policy, run_episode
 
@@ -45,6 +47,8 @@ class EpisodeData:
     imitate: np.ndarray | None = None  # (T,) bool, False on burst frames
     # merged datasets (edit_dataset.py merge): where the episode came from, an index into the record's "sources"
     source: int | None = None
+    # varied collections (--appearance): how its frames were drawn (env/appearance.py); None: gym-pusht's own look
+    appearance: Appearance | None = None
 
     @property
     def length(self) -> int:
@@ -98,7 +102,7 @@ class EpisodeRecorder:
             env = gym.wrappers.TimeLimit(env, max_steps)
         self.env = _InfoTap(env)
 
-    def __call__(self, policy: Policy, seed: int) -> EpisodeData:
+    def __call__(self, policy: Policy, seed: int, look: Appearance | None = None) -> EpisodeData:
         frames: dict[str, list] = {key: [] for key in (*STATE_KEYS, "image", "action", "reward", "is_success")}
 
         def on_step(env: _InfoTap) -> None:
@@ -110,7 +114,7 @@ class EpisodeRecorder:
                 pusht = env.unwrapped
                 for key, value in observe(pusht).items():
                     frames[key].append(value)
-                frames["image"].append(pusht._render(visualize=False))
+                frames["image"].append(appearance.render(pusht, look))
 
         record = run_episode(self.env, policy, seed, on_step=on_step)
         arrays = {key: np.stack(values) for key, values in frames.items()}
@@ -120,14 +124,16 @@ class EpisodeRecorder:
             agent_pos=arrays["agent_pos"].astype(np.float32), keypoints=arrays["keypoints"].astype(np.float32),
             block_pose=arrays["block_pose"].astype(np.float32), n_contacts=arrays["n_contacts"].astype(np.float32),
             action=arrays["action"].astype(np.float32), reward=arrays["reward"].astype(np.float32),
-            is_success=arrays["is_success"].astype(bool))
+            is_success=arrays["is_success"].astype(bool), appearance=look)
 
 
-def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False) -> dict[str, np.ndarray]:
+def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False,
+           look: Appearance | None = None) -> dict[str, np.ndarray]:
     """Re-simulate from `reset(seed)` with env-unit `actions` stepped on the raw env (no [-1, 1] round trip).
 
-    Returns the states before each action (`STATE_KEYS`; with `render`, the observation render as "image"), plus
-    `reward` and `is_success` after each, and the episode's `max_coverage` as collection records it.
+    Returns the states before each action (`STATE_KEYS`; with `render`, the observation render as "image", drawn
+    with `look`), plus `reward` and `is_success` after each, and the episode's `max_coverage` as collection records
+    it.
     """
     _, reset_info = env.reset(seed=seed)
     pusht = env.unwrapped
@@ -137,7 +143,7 @@ def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False) -
         for key, value in observe(pusht).items():
             out[key].append(value)
         if render:
-            out["image"].append(pusht._render(visualize=False))
+            out["image"].append(appearance.render(pusht, look))
         _, reward, _, _, info = pusht.step(action)
         tracker.step(reward, info)
         out["reward"].append(reward)

@@ -21,13 +21,14 @@ import gymnasium as gym
 import numpy as np
 
 from common import interrupts
-from common.cli import EXIT_SHORT, BadInput
+from common.cli import EXIT_SHORT, BadInput, counted
 from datasets_io import card, derived, folders, formats, lerobot_stats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
 from datasets_io.formats import FORMATS, lerobot_common, lerobot_v21, read_collection, zarr_replay
 from datasets_io.formats.lerobot_common import IMAGE_KEY
+from env import appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
@@ -41,6 +42,9 @@ LabelSource = Callable[[int, np.ndarray], np.ndarray]  # (seed, executed targets
 # a damaged frame is off by far more. A frame one step off is not (the agent moves a few pixels): that is what the
 # episode-level alignment check in `_check_images` catches.
 VIDEO_TOLERANCE = 4.0
+# A varied look (saturated colours, distractor edges) costs the codec more: at most 5.0 over 1,904 frames of
+# `--appearance full` at 96 px (docs/experiments.md); another episode's frame, in other colours, is off by far more.
+VARIED_VIDEO_TOLERANCE = 10.0
 
 
 def _named_expected(sim: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -83,7 +87,8 @@ class Report:
     def summary(self) -> str:
         errors = ", ".join(f"{key} {value:.2g}" for key, value in self.max_error.items())
         unreplayed = f" ({self.seedless} without a seed, not replayed)" if self.seedless else ""
-        return f"{self.episodes} episodes{unreplayed}, {self.frames} frames; max |error|: {errors or 'none replayed'}"
+        return (f"{counted(self.episodes, 'episode')}{unreplayed}, {counted(self.frames, 'frame')}; max |error|: "
+                f"{errors or 'none replayed'}")
 
 
 def _check_images(report: Report, facts: dict, stored: np.ndarray, rendered: np.ndarray, tolerance: float) -> None:
@@ -144,16 +149,18 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
             + card.card_problems(root, fmt, collection))  # last: a card differs where its inputs do
 
 
-def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelSource | None = None) -> Report:
+def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: LabelSource | None = None) -> Report:
     """Replay each episode of the `fmt` dataset at `root` in `env` (a PushT make_env rendering at the collection's
-    image size); `max_steps` is the collection's step limit, where every failed episode must end. With
+    image size) and render it with its appearance (its own record's level, else the collection's); every failed
+    episode must end at the collection's step limit. With
     `labels_of`, a perturbed episode's labels must be the ones it recomputes. Damaged files raise ValueError or
     OSError naming the file."""
     _require(root, fmt)
     dataset = FORMATS[fmt]
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
-    tolerance = VIDEO_TOLERANCE if dataset.lossy_video(root) else 0.0
+    lossy = dataset.lossy_video(root)
     report = Report()
+    max_steps, collection_level = collection["max_steps"], collection.get("appearance", "none")
     # LeRobot's per-episode image statistics, held to the re-rendered frames they were computed from (the derived
     # file check recomputes the other features' from the data files, which hold no render)
     stats_path, stored_stats = derived.stored_episode_stats(root, fmt) if fmt.startswith("lerobot") else ("", None)
@@ -169,7 +176,9 @@ def verify(root: Path, fmt: str, env: gym.Env, max_steps: int, labels_of: LabelS
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
         executed = executed_targets(recorded)
-        sim = replay(env, facts["seed"], executed, render=True)
+        level = facts.get("appearance", {}).get("level") or collection_level
+        sim = replay(env, facts["seed"], executed, render=True, look=appearance.look(level, facts["seed"]))
+        tolerance = 0.0 if not lossy else VIDEO_TOLERANCE if level == "none" else VARIED_VIDEO_TOLERANCE
         _check_images(report, facts, recorded["image"], sim["image"], tolerance)
         if episode_stats is not None:
             recomputed = lerobot_stats.image_stats(sim["image"])
@@ -237,7 +246,7 @@ def replay_failures(root: Path, fmt: str, collection: dict) -> dict:
     size = collection["image_size"]
     env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
     try:
-        report = verify(root, fmt, env, collection["max_steps"])
+        report = verify(root, fmt, env, collection)
     finally:
         env.close()
     return {"episodes": report.episodes, "frames": report.frames,
@@ -252,7 +261,7 @@ def verify_dataset(name: str, root: Path, collection: dict, env: gym.Env,
                    labels_of: LabelSource | None) -> dict[str, list[str]]:
     """Each check's problems for one format's dataset; a file too damaged to read is its check's problem."""
     def replay() -> list[str]:
-        report = verify(root, name, env, collection["max_steps"], labels_of)
+        report = verify(root, name, env, collection, labels_of)
         print(f"{name} {root}: {report.summary()}")
         return report.mismatches
 

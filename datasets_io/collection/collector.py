@@ -13,6 +13,7 @@ from common import parallel
 from datasets_io import formats
 from datasets_io.collection.perturbation import DriverFactory, Perturbation, PerturbedRollout
 from datasets_io.episode import EpisodeData, EpisodeRecorder
+from env import appearance
 from env.pusht_wrapper import make_env
 from protocol.loading import env_spec, random_policy
 from protocol.policy_file import LoadedPolicy
@@ -32,6 +33,7 @@ class Job:
     burst_driver: DriverFactory | None = None
     formats: tuple[str, ...] = ()  # what the episodes are written as: the worker prepares what those writers need
     use_video: bool = True
+    appearance: str = "none"  # the level each episode's look is drawn at, from its seed (env/appearance.py)
 
 
 class Collector:
@@ -56,11 +58,12 @@ class Collector:
                 action = action + self.job.action_noise * noise.standard_normal(action.shape)
             return np.clip(action, -1.0, 1.0).astype(np.float32)
 
+        look = appearance.look(self.job.appearance, seed)
         if not self.job.perturbation.active:
-            return self.recorder(act, seed)
+            return self.recorder(act, seed, look)
         rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed,
                                    self.job.burst_driver(seed) if self.job.burst_driver else None)
-        episode = self.recorder(rollout, seed)
+        episode = self.recorder(rollout, seed, look)
         return replace(episode, action=rollout.labels.array(), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
 

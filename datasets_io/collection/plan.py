@@ -14,6 +14,7 @@ from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.verify import check_metadata
+from env.appearance import LEVELS
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, image_size_problem
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
@@ -149,6 +150,7 @@ class CollectionRequest:
     keep_failures: bool = False
     max_attempts: int | None = None
     image_size: int | None = None
+    appearance: str | None = None  # a level of env/appearance.py (None: the resumed dataset's own, else "none")
     no_video: bool = False
     max_steps: int | None = None
     command: str | None = None  # the command line as typed (collect_dataset.py sets it), recorded with each run
@@ -200,6 +202,12 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             raise BadInput(f"{str(output)!r} was collected with {option} {record[key]}; --resume must keep it")
     if record and args.no_video and use_video:
         raise BadInput(f"{str(output)!r} stores video; --resume cannot add --no-video episodes")
+    level = record.get("appearance", "none") if args.appearance is None else args.appearance
+    if level not in LEVELS:
+        raise BadInput(f"--appearance {level!r} is not a level; use one of {', '.join(LEVELS)}")
+    if record and level != record.get("appearance", "none"):
+        raise BadInput(f"{str(output)!r} was collected with --appearance {record.get('appearance', 'none')}; --resume "
+                       f"must keep it (leave --appearance out)")
     if (problem := image_size_problem(image_size)) is not None:
         raise BadInput(f"--image-size {problem}")
     if not 1 <= max_steps <= MAX_EPISODE_STEPS:
@@ -233,6 +241,6 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             burst_driver = load_bursts(perturbation.learner, perturbation.learner_exec)
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
-    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video)
+    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)

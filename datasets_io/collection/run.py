@@ -43,6 +43,8 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             "image_size": plan.job.image_size,
             "perturbation": asdict(perturbation) if perturbation.active else None,
             "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
+            # a varied look (env/appearance.py) is recorded; gym-pusht's own leaves the record as it always was
+            **({"appearance": plan.job.appearance} if plan.job.appearance != "none" else {}),
             "runs": [*plan.collection.get("runs", []), run]}
 
 

@@ -71,6 +71,7 @@ from datasets_io.formats.lerobot_common import (
     video_info,
     write_json,
 )
+from env.appearance import Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
 CODEBASE_VERSION = "v3.0"
@@ -197,9 +198,9 @@ class LeRobotWriter:
         self._data: pq.ParquetWriter | None = None
         self._data_bytes = 0
         self._video: VideoFile | None = None
-        # (seed, executed targets) of each episode in the open video file: what a stalled encoder's replacement is
-        # given again, re-rendered (an episode's frames are not kept)
-        self._in_video: list[tuple[int, np.ndarray]] = []
+        # (seed, executed targets, look) of each episode in the open video file: what a stalled encoder's replacement
+        # is given again, re-rendered (an episode's frames are not kept)
+        self._in_video: list[tuple[int, np.ndarray, Appearance | None]] = []
         if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
             self.info = read_json(root, INFO_PATH)
             self.stats.add(lerobot_stats.from_json(read_json(root, STATS_PATH)))
@@ -261,7 +262,7 @@ class LeRobotWriter:
         if self._video is not None and self._video.bytes >= VIDEO_FILE_MB * 2**20:
             self._close_video()
             self.video_index = self.video_index.advanced()
-        start = sum(len(executed) for _, executed in self._in_video) / FPS
+        start = sum(len(executed) for _, executed, _ in self._in_video) / FPS
 
         def encode() -> None:
             if self._video is None:
@@ -269,7 +270,7 @@ class LeRobotWriter:
             self._video.write(ep.image)
 
         retry_stalled(encode, f"episode seed {ep.seed}", self._reencode, self._restart_note())
-        self._in_video.append((ep.seed, ep.action if ep.executed is None else ep.executed))
+        self._in_video.append((ep.seed, ep.action if ep.executed is None else ep.executed, ep.appearance))
         prefix = f"videos/{IMAGE_KEY}"
         return {f"{prefix}/chunk_index": self.video_index.chunk, f"{prefix}/file_index": self.video_index.file,
                 f"{prefix}/from_timestamp": start, f"{prefix}/to_timestamp": start + ep.length / FPS}
@@ -292,8 +293,8 @@ class LeRobotWriter:
         self._video = VideoFile(path, self.image_size)
         if self._in_video:
             env = make_env(PUSHT_ENV_ID, observation_width=self.image_size, observation_height=self.image_size)
-            for seed, executed in self._in_video:
-                self._video.write(replay(env, seed, executed, render=True)["image"])
+            for seed, executed, look in self._in_video:
+                self._video.write(replay(env, seed, executed, render=True, look=look)["image"])
             env.close()
 
     def close(self, collection: dict) -> None:

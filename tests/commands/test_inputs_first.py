@@ -16,8 +16,7 @@ import evaluate
 def test_verify_names_a_folder_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree(tmp_path)
     code, _, err = run(collect_dataset.main, ["--verify", str(tmp_path / "nope")], capsys)
-    assert code == 2 and one_error(err) == (f"error: {str(tmp_path / 'nope')!r} does not exist; pass the folder a "
-                                            f"collection wrote (its --output)")
+    assert code == 2 and one_error(err) == f"error: {str(tmp_path / 'nope')!r} does not exist; pass a dataset folder"
     assert tree(tmp_path) == before
 
 
