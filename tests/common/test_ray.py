@@ -316,7 +316,7 @@ def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_comple
                          "--ray", ray_address)
     assert result.returncode == 130, result.stderr[-3000:]
     assert result.stderr.splitlines() == ["episode seed 1 failed twice: ValueError: injected failure of 1, attempt 2: "
-                                          f"1 complete episode(s) saved; {RESUME_HINT}"]
+                                          f"1 complete episode saved; {RESUME_HINT}"]
     assert attempts(log, 1) == 2  # the first failure was retried, the second ended the run
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]  # no ds.partial
     assert seeds_in(out) == [0]  # the episode completed before the failure, saved
@@ -342,7 +342,7 @@ def test_a_lost_worker_is_retried_once_then_named(mode: str, tmp_path: Path, ray
     assert result.returncode == 130, result.stderr[-3000:]
     (line,) = result.stderr.splitlines()
     assert line.startswith("the Ray workers or cluster were lost (") and \
-        line.endswith(f"): 1 complete episode(s) saved; {RESUME_HINT}"), line
+        line.endswith(f"): 1 complete episode saved; {RESUME_HINT}"), line
     assert seeds_in(out) == [0]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]
 
