@@ -3,7 +3,7 @@
     python edit_dataset.py select IN --output OUT [--episodes SPEC] [--seeds SPEC] [--max-steps N] [--drop-flagged]
                                      [--format F ...] [--image-size S]
     python edit_dataset.py split IN --output OUT --fractions NAME=F [NAME=F ...] [--seed S]    # writes OUT/NAME
-    python edit_dataset.py convert IN --output OUT --format F [F ...] [--image-size S]
+    python edit_dataset.py convert IN --output OUT --format F [F ...] [--image-size S] [--appearance LEVEL]
     python edit_dataset.py merge IN [IN ...] --output OUT [--format F ...] [--image-size S] [--keep-duplicates]
     (every command also takes [--workers N] [--ray [ADDRESS]] [--overwrite])
 
@@ -19,9 +19,12 @@ index into the record's `sources`) and on the card; the same seed from the same 
 --keep-duplicates; the inputs must share their collection settings (an --image-size reconciles differing image
 sizes). Every episode is recorded again by replaying it from its seed and executed targets, as --verify does, at the
 output's image size and in its formats (default: the input's format), so a 96 px zarr becomes a 224 px RLDS or
-LeRobot dataset frame-exactly, without the policy. Outputs are datasets like collect_dataset.py's (manifest, card,
-quality statistics; collect_dataset.py --verify passes), built in OUT.partial and swapped in whole; the inputs are
-never written. --workers / --ray re-record in parallel with the same bytes.
+LeRobot dataset frame-exactly, without the policy. Each episode keeps its look (collect_dataset.py --appearance);
+--appearance LEVEL renders every episode with the look its seed draws at LEVEL instead, so a plain dataset gains
+varied looks without collecting again (a merge of different levels records each episode's). Outputs are datasets
+like collect_dataset.py's (manifest, card, quality statistics; collect_dataset.py --verify passes), built in
+OUT.partial and swapped in whole; the inputs are never written. --workers / --ray re-record in parallel with the
+same bytes.
 Exit codes: 0 done; 2 bad input (one line on stderr; nothing written); 74 the output could not be written (e.g. a full
 disk: nothing is left); 130 interrupted or a worker failed (nothing is left).
 """
@@ -37,6 +40,7 @@ from common.parallel import MAX_WORKERS
 from datasets_io.collection.plan import FORMAT_CHOICES
 from datasets_io.editing.plan import EditRequest, plan_edit
 from datasets_io.editing.run import edit
+from env.appearance import LEVELS
 
 HELP = {"merge": "the episodes of several datasets in one", "select": "the episodes a selection keeps",
         "split": "disjoint parts in given fractions (OUT/NAME each)", "convert": "the same episodes in other formats"}
@@ -57,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   f"(default: the input's)")
             sub.add_argument("--image-size", type=int, metavar="S",
                              help="render every episode at S x S pixels (default: the input's size)")
+            sub.add_argument("--appearance", choices=LEVELS, metavar="LEVEL",
+                             help=f"render every episode with the look its seed draws at LEVEL ({', '.join(LEVELS)}; "
+                                  f"default: each episode keeps its own): augmentation by replay")
         if name == "select":
             sub.add_argument("--episodes", metavar="SPEC", help="episode indices to keep, e.g. 0:100,150,170:180")
             sub.add_argument("--seeds", metavar="SPEC", help="seeds to keep, e.g. 0:100,150")

@@ -177,7 +177,8 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               # sorted: the zarr's attributes keep no key order, and the card is written again from them
               + (f" Recovery demonstrations: {json.dumps(perturbation, sort_keys=True)}; `action` is the clean "
                  f"demonstrator's label." if perturbation else "")
-              + (f" {policy_note}" if policy_note else ""), "", *_edit_lines(collection)]
+              + (f" {policy_note}" if policy_note else "") + _appearance_sentence(fmt, collection), "",
+              *_edit_lines(collection)]
     header = ("", name) + (("human reference",) if reference else ())
     rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
              *((f"{reference['episodes']:,} / {reference['frames']:,}",) if reference else ()))]
@@ -204,6 +205,30 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               f"  note = {{{TITLES[fmt]}; seeds {seeds.replace('–', '--')}; collect\\_dataset.py}},",
               "}", "```", ""]
     return "\n".join(lines)
+
+
+APPEARANCE_FIELD = {"lerobot": "the `appearance` column of `meta/episodes/` (one line of JSON)",
+                    "lerobot-v2.1": "the `appearance` key of `meta/episodes.jsonl`",
+                    "rlds": "`episode_metadata/appearance` (one line of JSON)",
+                    "zarr": "`meta/episode_appearance` (one row of numbers an episode, laid out as pusht_sac's "
+                            "`env/appearance.py` says)"}
+LEVEL_TEXT = {"colors": "the colours of the board, block, agent, goal region and walls, and the brightness and "
+                        "contrast",
+              "full": "the colours of the board, block, agent, goal region and walls, the brightness and contrast, "
+                      "a small camera change (shift, rotation, zoom) and up to three distractor shapes outside the "
+                      "physics"}
+
+
+def _appearance_sentence(fmt: str, collection: dict) -> str:
+    """What varies in a varied collection's frames, and where each episode's parameters are (empty for a plain
+    one)."""
+    level = collection.get("appearance", "none")
+    if level == "none":
+        return ""
+    what = (f"drawn from its seed at appearance level `{level}`: {LEVEL_TEXT[level]}" if level in LEVEL_TEXT
+            else "mixed: each episode names its level (`none` is gym-pusht's own look)")
+    return (f" Each episode's look varies, {what}; states, actions and rewards are untouched. Its parameters are in "
+            f"{APPEARANCE_FIELD[fmt]}.")
 
 
 def _edit_lines(collection: dict) -> list[str]:

@@ -54,13 +54,13 @@ def problems(root: Path, fmt: str, collection: dict) -> list[str]:
         found += _first(stats_problems(root, fmt))
     if fmt == "rlds":
         found += rlds_step_problems(root)
-    found += record_problems(fmt, collection, [(seed, source, success) for seed, source, _, success, _ in facts])
+    found += record_problems(fmt, collection, [(seed, source, success) for seed, source, _, _, success, _ in facts])
     return found + sibling_problems(root, fmt, facts)
 
 
 def _facts(ep: Demonstration) -> tuple:
     """What every format of one collection holds alike of an episode (its actions as a digest)."""
-    return (ep.seed, ep.source, ep.length, ep.success,
+    return (ep.seed, ep.source, None if ep.appearance is None else ep.appearance.dumps(), ep.length, ep.success,
             hashlib.sha256(np.asarray(ep.action, np.float32).tobytes()).digest())
 
 
@@ -354,7 +354,7 @@ def sibling_problems(root: Path, fmt: str, facts: list[tuple]) -> list[str]:
         return []  # a sibling that does not read fails its own checks
     checks = {f"{_record_path(fmt)}: the collection record": [name for name, (theirs_record, _) in theirs.items()
                                                               if theirs_record != record],
-              "episodes: the episodes (seed, source, length, success, actions, max_coverage)": [
+              "episodes: the episodes (seed, source, appearance, length, success, actions, max_coverage)": [
                   name for name, (_, episodes) in theirs.items() if episodes != ours]}
     return [f"{what} of this {fmt} dataset differ from {' and '.join(differs)}'s beside it; the formats of one "
             f"collection hold the same" for what, differs in checks.items() if len(differs) > len(others) / 2]

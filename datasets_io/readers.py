@@ -19,6 +19,7 @@ import zarr
 
 from datasets_io import formats
 from datasets_io.formats import lerobot_common, zarr_replay
+from env.appearance import Appearance
 
 # gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
 BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
@@ -43,6 +44,7 @@ class Demonstration:
     # a merged dataset's: the index of its source in the collection record's "sources", as stored (--verify's metadata
     # check holds it to the record)
     source: int | None = None
+    appearance: Appearance | None = None  # a varied collection's: how its frames were drawn (env/appearance.py)
 
     def __post_init__(self) -> None:
         """Every episode read has frames and finite numbers: a NaN would flow silently into every statistic (and a
@@ -90,7 +92,7 @@ def _read_named(root: Path, fmt: str, images: bool) -> Iterator[Demonstration]:
                             seed=int(row["seed"]) if "seed" in row else None, image=frames.get("image"),
                             imitate=(frames[lerobot_common.IMITATE_KEY].astype(bool).reshape(-1)
                                      if lerobot_common.IMITATE_KEY in frames else None),
-                            source=row.get("source"))
+                            source=row.get("source"), appearance=row.get("appearance"))
 
 
 def check_episode_ends(ends: np.ndarray, frames: int) -> None:
@@ -119,6 +121,7 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
     sources = zarr_replay.read_array(meta["episode_source"]) if "episode_source" in meta else None
+    looks = zarr_replay.read_array(meta["episode_appearance"]) if "episode_appearance" in meta else None
     image = zarr_replay.ArrayStream(data["img"]) if images else None
 
     def unseeded(e: int) -> bool:  # the reference's episodes, and those an edit copied from it
@@ -135,8 +138,19 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
                             # DP stores float32 0-255
                             image=None if image is None else np.round(image.rows(start, end)).astype(np.uint8),
                             imitate=None if imitate is None else imitate.rows(start, end).astype(bool),
-                            source=int(sources[e]) if sources is not None and e < len(sources) else None)
+                            source=int(sources[e]) if sources is not None and e < len(sources) else None,
+                            appearance=_look(looks, e))
         start = end
+
+
+def _look(looks: np.ndarray | None, e: int) -> Appearance | None:
+    """Episode `e`'s row of meta/episode_appearance as an Appearance (None where there is none)."""
+    if looks is None or e >= len(looks):
+        return None
+    try:
+        return Appearance.from_vector(looks[e])
+    except ValueError as err:
+        raise DatasetFormatError(f"meta/episode_appearance: episode {e}: {err}") from None
 
 
 def open_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Path, Iterator[Demonstration]]:

@@ -6,12 +6,14 @@ Frame t is the state before action t. Differences of actions are taken within an
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from common.cli import counted
 from datasets_io.readers import Demonstration
+from env.appearance import EVAL_LEVELS
 
 BOARD_SIZE = 512.0
 EDGE_PX = 1.0  # a target with a coordinate <= 1 or >= 511 sits on the board's edge
@@ -58,8 +60,9 @@ def motion_statistics(episodes: Iterable[Demonstration]) -> dict:
     """The dataset's motion report: overall figures, their per-episode distribution, and per-episode rows. The
     episodes are read once and not kept: what stays is each frame's five magnitudes (the pooled medians need them
     all) and each episode's row."""
-    per_episode, facts, poses = [], [], []
+    per_episode, facts, poses, levels = [], [], [], []
     for ep in episodes:
+        levels.append(None if ep.appearance is None else ep.appearance.level)
         per_episode.append(episode_motion(ep))
         facts.append((ep.length, ep.seed, ep.success))
         poses.append(ep.start_pose)
@@ -92,6 +95,8 @@ def motion_statistics(episodes: Iterable[Demonstration]) -> dict:
         "start_cells_visited": visited,
         "start_cells_total": cells_total,
         "start_coverage": visited / cells_total,
+        # varied looks (env/appearance.py): episodes per level; absent for gym-pusht's own look throughout
+        **({"appearance": appearance_mix(levels)} if any(levels) else {}),
         "per_episode_summary": {"mean_lead_px": summary(episode_means("lead")),
                                 "mean_step_px": summary(episode_means("step"))},
         "per_episode": [{"length": length, "seed": seed, "success": success,
@@ -101,6 +106,18 @@ def motion_statistics(episodes: Iterable[Demonstration]) -> dict:
                          "edge_fraction": float(m["edge"].mean())}
                         for (length, seed, success), m in zip(facts, per_episode, strict=True)],
     }
+
+
+def appearance_mix(levels: list[str | None]) -> dict[str, int]:
+    """Episodes per appearance level, in the levels' order (None: gym-pusht's own look, "none")."""
+    counts = Counter(level or "none" for level in levels)
+    return {level: counts[level] for level in sorted(counts, key=lambda name: (
+        EVAL_LEVELS.index(name) if name in EVAL_LEVELS else len(EVAL_LEVELS), name))}
+
+
+def mix_text(mix: dict[str, int] | None) -> str:
+    """`full 40, none 10`, or gym-pusht's own look when nothing varies."""
+    return ", ".join(f"{level} {count:,}" for level, count in mix.items()) if mix else "none (gym-pusht's own)"
 
 
 def format_table(stats: dict, name: str) -> str:
@@ -120,5 +137,6 @@ def format_table(stats: dict, name: str) -> str:
         f"  {'agent speed px/step':24} {px('agent_speed_px')}",
         f"  edge fraction {stats['edge_fraction']:.4f}; success fraction {success}; start cells "
         f"{stats['start_cells_visited']}/{stats['start_cells_total']} ({stats['start_coverage']:.0%})",
+        *([f"  appearance: {mix_text(stats['appearance'])}"] if "appearance" in stats else []),
     ]
     return "\n".join(lines)

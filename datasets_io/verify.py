@@ -27,8 +27,9 @@ from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
 from datasets_io.formats import FORMATS, lerobot_common, lerobot_v21, read_collection, zarr_replay
-from datasets_io.formats.lerobot_common import IMAGE_KEY
+from datasets_io.formats.lerobot_common import IMAGE_KEY, varied
 from env import appearance
+from env.appearance import MIXED, Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
@@ -149,6 +150,26 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
             + card.card_problems(root, fmt, collection))  # last: a card differs where its inputs do
 
 
+def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]:
+    """(the look an episode is rendered with, what is wrong with its record): a varied collection's episodes each
+    record their appearance (env/appearance.py), which must be exactly what the episode's seed draws at the level
+    it names (the collection's level, unless a merge mixed several); a plain collection's record none."""
+    recorded, seed = facts.get("appearance"), facts["seed"]
+    if recorded is None:
+        if varied(collection):
+            return None, f"records no appearance, yet the collection's looks vary ({collection['appearance']})"
+        return None, ""
+    if not varied(collection):
+        return None, "records an appearance, yet the collection record names no varied look"
+    if collection["appearance"] != MIXED and recorded.level != collection["appearance"]:
+        return None, (f"its recorded appearance is of level {recorded.level!r}, the collection's "
+                      f"{collection['appearance']!r}")
+    if recorded != appearance.draw(recorded.level, seed):
+        return None, (f"its recorded appearance is not what seed {seed} draws at level {recorded.level!r} (an edited "
+                      f"parameter)")
+    return appearance.look(recorded.level, seed), ""
+
+
 def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: LabelSource | None = None) -> Report:
     """Replay each episode of the `fmt` dataset at `root` in `env` (a PushT make_env rendering at the collection's
     image size) and render it with its appearance (its own record's level, else the collection's); every failed
@@ -160,7 +181,7 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     lossy = dataset.lossy_video(root)
     report = Report()
-    max_steps, collection_level = collection["max_steps"], collection.get("appearance", "none")
+    max_steps = collection["max_steps"]
     # LeRobot's per-episode image statistics, held to the re-rendered frames they were computed from (the derived
     # file check recomputes the other features' from the data files, which hold no render)
     stats_path, stored_stats = derived.stored_episode_stats(root, fmt) if fmt.startswith("lerobot") else ("", None)
@@ -175,9 +196,13 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
         if len(recorded["action"]) != facts["length"]:
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")
             continue
+        look, problem = episode_look(facts, collection)
+        if problem:
+            report.mismatch(facts, problem)
+            continue
+        level = "none" if look is None else look.level
         executed = executed_targets(recorded)
-        level = facts.get("appearance", {}).get("level") or collection_level
-        sim = replay(env, facts["seed"], executed, render=True, look=appearance.look(level, facts["seed"]))
+        sim = replay(env, facts["seed"], executed, render=True, look=look)
         tolerance = 0.0 if not lossy else VIDEO_TOLERANCE if level == "none" else VARIED_VIDEO_TOLERANCE
         _check_images(report, facts, recorded["image"], sim["image"], tolerance)
         if episode_stats is not None:

@@ -16,6 +16,7 @@ distractors of other shapes), so that a learner's figure under `heldout` measure
 from __future__ import annotations
 
 import colorsys
+import json
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -29,6 +30,7 @@ from gym_pusht.envs.pymunk_override import DrawOptions
 
 LEVELS = ("none", "colors", "full")  # what collection draws from (graded)
 EVAL_LEVELS = (*LEVELS, "heldout")  # what an evaluation may render with
+MIXED = "mixed"  # a merged dataset's level when its episodes' levels differ (each episode then names its own)
 BOARD = 512  # gym-pusht draws on a 512 px board, then resizes to the observation size
 # gym-pusht's own colours (its named pygame colours), the centre of each drawn range
 DEFAULT_COLORS = {"board": (255, 255, 255), "block": (119, 136, 153), "agent": (65, 105, 225),
@@ -37,6 +39,12 @@ HUE_SPREAD = 1 / 6  # training hues lie within ±60° of the default's; held-out
 SHAPES = ("circle", "square")  # distractors collection draws
 HELDOUT_SHAPES = ("triangle", "cross")  # distractors it never draws
 LEVEL_STREAM = {"colors": 1, "full": 2, "heldout": 3}  # each level's own random stream of a seed
+MAX_DISTRACTORS = 4  # the most any level draws (held-out: 2 to 4)
+# A replay zarr's per-episode row (meta/episode_appearance): the level's index in EVAL_LEVELS, the colours in
+# DEFAULT_COLORS' order (R, G, B each), brightness, contrast, shift x and y, rotation, zoom, then MAX_DISTRACTORS
+# slots of (shape's index in SHAPES + HELDOUT_SHAPES, -1 for an empty slot; x, y, size, angle, R, G, B).
+DISTRACTOR_FIELDS = 8
+VECTOR_SIZE = 1 + 3 * len(DEFAULT_COLORS) + 6 + MAX_DISTRACTORS * DISTRACTOR_FIELDS
 
 
 @dataclass(frozen=True)
@@ -71,11 +79,47 @@ class Appearance:
         """The parameters as a dataset records them per episode (plain JSON types)."""
         return asdict(self)
 
+    def dumps(self) -> str:
+        """`to_json` as one line of JSON: how LeRobot v3.0 and RLDS store it per episode."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    def to_vector(self) -> np.ndarray:
+        """The parameters as one float64 row of VECTOR_SIZE (a replay zarr's per-episode array); exact: every
+        parameter is a float64 or a small integer."""
+        shapes = (*SHAPES, *HELDOUT_SHAPES)
+        slots = [[shapes.index(d.shape), d.x, d.y, d.size, d.angle, *d.color] for d in self.distractors]
+        slots += [[-1] + [0] * (DISTRACTOR_FIELDS - 1)] * (MAX_DISTRACTORS - len(self.distractors))
+        return np.array([EVAL_LEVELS.index(self.level), *(c for name in DEFAULT_COLORS for c in self.colors[name]),
+                         self.brightness, self.contrast, *self.shift, self.rotation, self.zoom,
+                         *(value for slot in slots for value in slot)], dtype=np.float64)
+
+    @classmethod
+    def from_vector(cls, row: np.ndarray) -> Appearance:
+        """The inverse of `to_vector`; ValueError for a row that is not one."""
+        row = np.asarray(row, dtype=np.float64)
+        if row.shape != (VECTOR_SIZE,) or not np.isfinite(row).all():
+            raise ValueError(f"not an appearance row: {VECTOR_SIZE} finite numbers expected, got shape {row.shape}")
+        shapes, n = (*SHAPES, *HELDOUT_SHAPES), 3 * len(DEFAULT_COLORS)
+        level, colors, rest = row[0], row[1:1 + n].reshape(-1, 3), row[1 + n:]
+        slots = rest[6:].reshape(MAX_DISTRACTORS, DISTRACTOR_FIELDS)
+        if level not in range(len(EVAL_LEVELS)) or any(s[0] not in range(-1, len(shapes)) for s in slots):
+            raise ValueError("not an appearance row: its level or a distractor's shape is no known index")
+        return cls.from_json({
+            "level": EVAL_LEVELS[int(level)], "colors": dict(zip(DEFAULT_COLORS, colors.tolist(), strict=True)),
+            "brightness": rest[0], "contrast": rest[1], "shift": rest[2:4].tolist(), "rotation": rest[4],
+            "zoom": rest[5], "distractors": [{"shape": shapes[int(s[0])], "x": s[1], "y": s[2], "size": s[3],
+                                              "angle": s[4], "color": s[5:8].tolist()} for s in slots if s[0] >= 0]})
+
     @classmethod
     def from_json(cls, data: dict) -> Appearance:
         """The inverse of `to_json`; ValueError for a record that is not one."""
         try:
-            return cls(level=str(data["level"]), colors={k: _rgb(v) for k, v in data["colors"].items()},
+            if data["level"] not in EVAL_LEVELS or set(data["colors"]) != set(DEFAULT_COLORS):
+                raise ValueError(f"level {data['level']!r} or colours {sorted(data['colors'])} are not ours")
+            if len(data["distractors"]) > MAX_DISTRACTORS or any(
+                    d["shape"] not in (*SHAPES, *HELDOUT_SHAPES) for d in data["distractors"]):
+                raise ValueError(f"more than {MAX_DISTRACTORS} distractors, or a shape that is not ours")
+            return cls(level=str(data["level"]), colors={k: _rgb(data["colors"][k]) for k in DEFAULT_COLORS},
                        brightness=float(data["brightness"]), contrast=float(data["contrast"]),
                        shift=(float(data["shift"][0]), float(data["shift"][1])), rotation=float(data["rotation"]),
                        zoom=float(data["zoom"]), distractors=tuple(
@@ -83,6 +127,17 @@ class Appearance:
                                       float(d["angle"]), _rgb(d["color"])) for d in data["distractors"]))
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise ValueError(f"not an appearance record ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> Appearance:
+        """The inverse of `dumps`; ValueError for text that is not one."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"not an appearance record ({err})") from None
+        if not isinstance(data, dict):
+            raise ValueError("not an appearance record (not a JSON object)")
+        return cls.from_json(data)
 
 
 def _rgb(value: object) -> tuple[int, int, int]:

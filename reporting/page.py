@@ -34,6 +34,7 @@ from datasets_io.statistics import (  # noqa: E402
     START_POSITION_BINS,
     START_POSITION_RANGE,
     episode_motion,
+    mix_text,
     start_cells,
 )
 from reporting.plot import scaling_figure  # noqa: E402
@@ -287,10 +288,11 @@ def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.
                  "image size": "—" if frames is None else f"{frames.shape[1]}×{frames.shape[2]}",
                  "policy": ", ".join(dict.fromkeys(str(run["policy"]) for run in runs)) or "not recorded",
                  "seeds": seed_runs(seeds) if seeds else "not recorded",
-                 "command": runs[-1].get("command") or "not recorded" if runs else "not recorded"}
+                 "command": runs[-1].get("command") or "not recorded" if runs else "not recorded",
+                 "appearance": mix_text(data.entry["statistics"].get("appearance"))}
         columns.append(facts)
     out = ["<table><tr><th></th>" + "".join(f"<th>{html.escape(d.label)}</th>" for d in datasets) + "</tr>"]
-    for fact in ("format", "policy", "seeds", "fps", "image size", "command"):
+    for fact in ("format", "policy", "seeds", "fps", "image size", "appearance", "command"):
         out.append(f"<tr><th>{fact}</th>" + "".join(f"<td>{html.escape(str(c[fact]))}</td>" for c in columns)
                    + "</tr>")
     for label, key, digits in HEADER_ROWS:

@@ -26,6 +26,8 @@ from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
 from datasets_io.readers import check_episode_ends, keypoints_from_pose
 from datasets_io.verify import executed_targets, imitation_marks
+from env import appearance
+from env.appearance import Appearance
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
 
 
@@ -43,6 +45,7 @@ class Recorded:
     executed: np.ndarray | None  # (T, 2) perturbed collections: the targets sent
     imitate: np.ndarray | None  # (T,) perturbed collections: False on burst frames
     source: int | None = None  # a merged dataset's: where it came from, an index into the record's "sources"
+    appearance: Appearance | None = None  # a varied dataset's: the look it was rendered with
     frames: EpisodeData | None = None  # an episode without a seed, as it is written (when asked for)
 
     @property
@@ -63,6 +66,11 @@ class Input:
     @property
     def perturbed(self) -> bool:
         return self.collection.get("perturbation") is not None
+
+    @property
+    def level(self) -> str:
+        """Its appearance level (env/appearance.py): MIXED for a merge of several, "none" for gym-pusht's look."""
+        return self.collection.get("appearance", "none")
 
     @property
     def collected(self) -> bool:
@@ -88,12 +96,13 @@ class Input:
         for facts, arrays in FORMATS[self.fmt].iter_episodes(self.root, False):
             copy = next(copies) if copies is not None else None  # zarr: the same episode, read alongside
             if facts["seed"] == zarr_replay.NO_SEED:
-                yield replace(copy, source=facts.get("source"))
+                yield replace(copy, source=facts.get("source"), appearance=facts.get("appearance"))
                 continue
             yield Recorded(position, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
                            float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
                            np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
-                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"))
+                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"),
+                           facts.get("appearance"))
 
     def sources(self) -> list[dict]:
         """Where its episodes came from, as a merged dataset's record lists them: its own list if it is one, else
@@ -235,22 +244,27 @@ def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recor
                                    -1, 16).astype(np.float32), block_pose=state[:, 2:5],
                                n_contacts=np.asarray(contacts, np.float32), action=action,
                                reward=np.zeros(end - start, np.float32), is_success=np.zeros(end - start, bool))
-        yield Recorded(position, e, zarr_replay.NO_SEED, False, float("nan"), action, None, None, None, copy)
+        yield Recorded(position, e, zarr_replay.NO_SEED, False, float("nan"), action, None, None, frames=copy)
         start = end
 
 
-def rerecord(env: gym.Env, episode: Recorded) -> EpisodeData:
+def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
     """The episode as a collection records it, replayed from its seed and executed targets in `env` (rendering at
-    the output's size); an episode without a seed as it was copied."""
+    the output's size, with its own look or the one `job` names); an episode without a seed as it was copied."""
+    look = episode.appearance if job.appearance is None else appearance.draw(job.appearance, episode.seed)
+    if look is None and job.varied:
+        look = Appearance()  # gym-pusht's own, recorded as such among varied episodes
     if episode.frames is not None:
-        return replace(episode.frames, source=episode.source)
-    sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True)
+        return replace(episode.frames, source=episode.source, appearance=look)
+    sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True,
+                 look=look)
     return EpisodeData(seed=episode.seed, success=episode.success, max_coverage=episode.max_coverage,
                        image=sim["image"], agent_pos=sim["agent_pos"].astype(np.float32),
                        keypoints=sim["keypoints"].astype(np.float32), block_pose=sim["block_pose"].astype(np.float32),
                        n_contacts=sim["n_contacts"].astype(np.float32), action=episode.action,
                        reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
-                       executed=episode.executed, imitate=episode.imitate, source=episode.source)
+                       executed=episode.executed, imitate=episode.imitate, source=episode.source,
+                       appearance=look if job.varied else None)
 
 
 @dataclass(frozen=True)
@@ -260,10 +274,12 @@ class Rendering:
     image_size: int
     names: tuple[str, ...]
     use_video: bool
+    appearance: str | None = None  # every episode's level (None: each keeps its own)
+    varied: bool = False  # whether the output records each episode's appearance (its record names a level)
 
 
 def worker_recorder(job: Rendering) -> Callable[[tuple[int, Recorded]], EpisodeData]:
     """A worker's re-recorder (its own env), for the execution seam: (part, episode) -> the episode recorded, with
     what its writers derive from the frames already computed."""
     env = make_env(PUSHT_ENV_ID, observation_width=job.image_size, observation_height=job.image_size)
-    return lambda item: formats.prepare(rerecord(env, item[1]), job.names, job.use_video)
+    return lambda item: formats.prepare(rerecord(env, item[1], job), job.names, job.use_video)

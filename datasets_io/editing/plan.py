@@ -17,6 +17,7 @@ from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_c
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
 from datasets_io.verify import check_metadata, replay_failures
+from env.appearance import LEVELS, MIXED
 from env.pusht_wrapper import image_size_problem
 
 COMMANDS = ("merge", "select", "split", "convert")
@@ -32,6 +33,7 @@ class EditRequest:
     output: str
     format: list[str] | None = None
     image_size: int | None = None
+    appearance: str | None = None  # a level of env/appearance.py for every episode (None: each keeps its own)
     episodes: str | None = None
     seeds: str | None = None
     max_steps: int | None = None
@@ -114,15 +116,20 @@ def check_input(source: Input) -> None:
                        f"Check it with collect_dataset.py --verify, or restore it from a copy")
 
 
-def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[str, ...]) -> dict:
-    """The collection settings of the output: the inputs' (which must agree), at `image_size` if given. Episodes
-    without a seed (a replay zarr's) cannot be re-rendered: they go to zarr only, at their own size."""
+def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[str, ...],
+                    appearance: str | None = None) -> dict:
+    """The collection settings of the output: the inputs' (which must agree), at `image_size` if given, and its
+    look: `appearance` if given, else the inputs' level (MIXED where they differ). Episodes without a seed (a replay
+    zarr's) cannot be re-rendered: they go to zarr only, at their own size and look."""
     base = next((source for source in inputs if source.collected), inputs[0])
     for source in inputs:
         if source.seedless and names != ("zarr",):
             raise BadInput(f"{str(source.path)!r} holds episodes without a seed (a replay zarr such as the human "
                            f"reference): they are copied as they are, into zarr only (the other formats store "
                            f"rewards it lacks); pass --format zarr")
+        if source.seedless and appearance not in (None, "none"):
+            raise BadInput(f"{str(source.path)!r} holds episodes without a seed, which cannot be re-rendered with "
+                           f"another look; leave --appearance out")
         if source.seedless and image_size not in (None, source.collection["image_size"]):
             raise BadInput(f"{str(source.path)!r} holds episodes without a seed, which cannot be re-rendered at "
                            f"another size: they are copied at their own {source.collection['image_size']} px; leave "
@@ -138,8 +145,11 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
                        and not source.seedless and not base.seedless else "")
                 raise BadInput(f"the inputs differ in {what}: {str(base.path)!r} has {base.collection.get(key)!r}, "
                                f"{str(source.path)!r} has {source.collection.get(key)!r}{fix}")
-    first = base.collection
-    return {**first, "image_size": first["image_size"] if image_size is None else image_size}
+    first = {key: value for key, value in base.collection.items() if key != "appearance"}
+    levels = {source.level for source in inputs}
+    level = appearance or (levels.pop() if len(levels) == 1 else MIXED)
+    return {**first, "image_size": first["image_size"] if image_size is None else image_size,
+            **({"appearance": level} if level != "none" else {})}
 
 
 def check_request(args: EditRequest) -> None:
@@ -148,6 +158,8 @@ def check_request(args: EditRequest) -> None:
         raise BadInput(f"unknown command {args.command!r}; use one of {', '.join(COMMANDS)}")
     if args.image_size is not None and (problem := image_size_problem(args.image_size)) is not None:
         raise BadInput(f"--image-size {problem}")
+    if args.appearance is not None and args.appearance not in LEVELS:
+        raise BadInput(f"--appearance {args.appearance!r} is not a level; use one of {', '.join(LEVELS)}")
     if args.max_steps is not None and args.max_steps < 1:
         raise BadInput(f"--max-steps must be >= 1, got {args.max_steps}")
     if args.command == "split":
@@ -170,12 +182,13 @@ def plan_edit(args: EditRequest) -> EditPlan:
     for source in inputs:
         check_input(source)
     names = format_names(args.format) if args.format else (inputs[0].fmt,)
-    settings = merged_settings(inputs, args.image_size, names)
+    settings = merged_settings(inputs, args.image_size, names, args.appearance)
     output = Path(args.output)
     mode = folders.check_output(args.output, args.overwrite, inputs=tuple(source.root for source in inputs)).mode
     # the episodes' facts, one pass over the inputs' low-dimensional data
-    facts = [(s, ep.index, ep.seed, ep.length, source.source_of(ep)) for s, source in enumerate(inputs)
-             for ep in source.episodes(s)]
+    facts = [(s, ep.index, ep.seed, ep.length, source.source_of(ep),
+              args.appearance or (ep.appearance.level if ep.appearance is not None else "none"))
+             for s, source in enumerate(inputs) for ep in source.episodes(s)]
     sources, remap = provenance(inputs) if args.command == "merge" or any(
         "sources" in source.collection for source in inputs) else (None, None)
     if args.command == "merge" and not args.keep_duplicates:
@@ -201,13 +214,13 @@ def plan_edit(args: EditRequest) -> EditPlan:
             if missing := unmatched(values, spec):
                 raise BadInput(f"{flag} names {missing[0]}, which {str(inputs[0].path)!r} does not hold; nothing "
                                f"was written")
-        route = {(s, index): 0 for s, index, seed, length, _ in facts
+        route = {(s, index): 0 for s, index, seed, length, _, _ in facts
                  if in_spec(index, episodes) and in_spec(seed, seeds) and (s, index) not in dropped
                  and (args.max_steps is None or length <= args.max_steps)}
         if not route:
             raise BadInput(f"the selection keeps no episode of the {len(facts)}; nothing was written")
         parts = [Part(None, names)]
-    for s, index, _, length, _ in facts:
+    for s, index, _, length, _, _ in facts:
         if (s, index) in route:
             parts[route[s, index]].episodes += 1
             parts[route[s, index]].frames += length
@@ -218,7 +231,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
               "next_seed": max(source.collection["next_seed"] for source in inputs),
               "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit],
               **({"sources": sources} if sources is not None else {})}
-    rendering = Rendering(record["image_size"], names, record["video"])
+    rendering = Rendering(record["image_size"], names, record["video"], args.appearance,
+                          record.get("appearance", "none") != "none")
     return EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
 
 
@@ -235,15 +249,16 @@ def provenance(inputs: list[Input]) -> tuple[list[dict], dict[tuple[int, int], i
 
 def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dict],
                       remap: dict[tuple[int, int], int]) -> None:
-    """The same seed from the same policy (by its SHA-256, else its name) with the same noise is the same
-    episode: merging it twice is refused, naming the first seeds."""
+    """The same seed from the same policy (by its SHA-256, else its name) with the same noise and appearance level
+    is the same episode: merging it twice is refused, naming the first seeds (another level is another look of
+    it: augmentation)."""
     first: dict[tuple, tuple[int, int]] = {}
     twice = []
-    for s, index, seed, _, k in facts:
+    for s, index, seed, _, k, level in facts:
         if seed == zarr_replay.NO_SEED:
             continue  # not collected: nothing says two copies are one episode
         entry = sources[remap[s, k]]
-        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"])
+        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"], level)
         if key in first:
             twice.append((seed, first[key][0], s))
         else:

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from common import interrupts
 from common.files import atomic_write_bytes
 from datasets_io.episode import FPS, TASK, EpisodeData
+from env.appearance import Appearance
 
 INFO_PATH = "meta/info.json"  # both versions keep their features and totals here
 IMAGE_KEY = "observation.image"
@@ -365,6 +366,20 @@ def settings(collection: dict) -> tuple[int, bool, bool]:
     """(image size, video, perturbed): what every writer of a collection was built with, as its collection record
     (collect_dataset.py) states it; the metadata must be what the writers write with them."""
     return collection["image_size"], collection["video"], collection["perturbation"] is not None
+
+
+def varied(collection: dict) -> bool:
+    """Whether the collection's episodes have varied looks (--appearance, or a merge holding any): then every episode
+    records its appearance parameters (env/appearance.py), a plain one among them gym-pusht's own ("none")."""
+    return collection.get("appearance", "none") != "none"
+
+
+def appearance_of(text: object, where: str) -> Appearance:
+    """An episode's appearance as LeRobot v3.0 and RLDS store it (one line of JSON); ValueError naming `where`."""
+    try:
+        return Appearance.loads(text if isinstance(text, str | bytes) else "")
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 def json_problems(path: str, found: object, expected: object, why: dict[str, str] | None = None,

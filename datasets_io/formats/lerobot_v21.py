@@ -38,6 +38,7 @@ from datasets_io import lerobot_stats
 from datasets_io.episode import FPS, TASK, EpisodeData
 from datasets_io.formats import lerobot_common as shared
 from datasets_io.formats.lerobot_common import INFO_PATH
+from env.appearance import Appearance
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000
@@ -172,7 +173,8 @@ class Writer:
         self.stats.add(stats)
         self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
                               "success": ep.success, "max_coverage": ep.max_coverage,
-                              **({"source": ep.source} if ep.source is not None else {})})
+                              **({"source": ep.source} if ep.source is not None else {}),
+                              **({"appearance": ep.appearance.to_json()} if ep.appearance is not None else {})})
         self.episodes_stats.append(json.dumps({"episode_index": index, "stats": _stats_json(stats)}))
 
     def close(self, collection: dict) -> None:
@@ -213,6 +215,11 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     use_video = info["features"][shared.IMAGE_KEY]["dtype"] == "video"
     for row in _jsonl(root / EPISODES_PATH):
         index = row["episode_index"]
+        if "appearance" in row:
+            try:
+                row["appearance"] = Appearance.from_json(row["appearance"])
+            except (ValueError, AttributeError) as err:
+                raise ValueError(f"{EPISODES_PATH}: episode {index}: {err}") from None
         wanted = columns + ([shared.IMAGE_KEY] if images and not use_video else [])
         table = shared.read_parquet(root, data_path(index), wanted)
         episode = {name: shared.column_numpy(table.column(name)) for name in columns}

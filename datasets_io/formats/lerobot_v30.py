@@ -49,6 +49,7 @@ from datasets_io.formats.lerobot_common import (
     INFO_PATH,
     RowStream,
     VideoFile,
+    appearance_of,
     column_numpy,
     decode_pngs,
     decoded_frames,
@@ -233,7 +234,8 @@ class LeRobotWriter:
         row.update({"meta/episodes/chunk_index": self.meta_index.chunk,
                     "meta/episodes/file_index": self.meta_index.file,
                     "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage,
-                    **({"source": ep.source} if ep.source is not None else {})})
+                    **({"source": ep.source} if ep.source is not None else {}),
+                    **({"appearance": ep.appearance.dumps()} if ep.appearance is not None else {})})
         self._rows.append(row)
         self.added_episodes += 1
         self.added_frames += ep.length
@@ -388,6 +390,8 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     video = _VideoFrames(root)
     end = 0
     for row in _episode_rows(root):
+        if row.get("appearance") is not None:
+            row["appearance"] = appearance_of(row["appearance"], f"meta/episodes: episode {row['episode_index']}")
         first, last = row["dataset_from_index"], row["dataset_to_index"]
         table = rows.take(last - first) if first == end else None
         if table is None or table.num_rows != last - first or not np.array_equal(

@@ -53,9 +53,10 @@ def _features_dict(features: dict) -> dict:
             "featuresDict": {"features": features}}
 
 
-def features_json(image_size: int, perturbed: bool, sourced: bool = False) -> dict:
+def features_json(image_size: int, perturbed: bool, sourced: bool = False, varied: bool = False) -> dict:
     """features.json: TFDS's serialized FeaturesDict for this dataset (`sourced`: a merged dataset's, whose episodes
-    say where they came from)."""
+    say where they came from; `varied`: one whose episodes record their appearance, as one line of JSON)."""
+    text = {"pythonClassName": "tensorflow_datasets.core.features.text_feature.Text", "text": {}}
     image = {"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
              "image": {"shape": {"dimensions": [str(image_size), str(image_size), "3"]}, "dtype": "uint8",
                        "encodingFormat": "png"}}
@@ -64,15 +65,15 @@ def features_json(image_size: int, perturbed: bool, sourced: bool = False) -> di
     step = {"observation": observation, "action": _tensor((2,), "float32"), "reward": _tensor((), "float32"),
             "discount": _tensor((), "float32"), "is_first": _tensor((), "bool"), "is_last": _tensor((), "bool"),
             "is_terminal": _tensor((), "bool"),
-            "language_instruction": {"pythonClassName": "tensorflow_datasets.core.features.text_feature.Text",
-                                     "text": {}}}
+            "language_instruction": text}
     if perturbed:
         step.update({EXECUTED_KEY: _tensor((2,), "float32"), IMITATE_KEY: _tensor((), "bool")})
     steps = {"pythonClassName": "tensorflow_datasets.core.features.dataset_feature.Dataset",
              "sequence": {"feature": _features_dict(step), "length": "-1"}}
     metadata = _features_dict({"seed": _tensor((), "int64"), "success": _tensor((), "bool"),
                                "max_coverage": _tensor((), "float32"), "episode_index": _tensor((), "int64"),
-                               **({"source": _tensor((), "int64")} if sourced else {})})
+                               **({"source": _tensor((), "int64")} if sourced else {}),
+                               **({"appearance": text} if varied else {})})
     return _features_dict({"steps": steps, "episode_metadata": metadata})
 
 
@@ -100,6 +101,8 @@ def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
         features.update({f"steps/{EXECUTED_KEY}": ep.executed, f"steps/{IMITATE_KEY}": ep.imitate})
     if ep.source is not None:
         features["episode_metadata/source"] = np.array([ep.source])
+    if ep.appearance is not None:
+        features["episode_metadata/appearance"] = [ep.appearance.dumps().encode()]
     return tfrecord.encode_example(features)
 
 
@@ -148,8 +151,9 @@ class Writer:
         if self._handle is None or self._shard_bytes > SHARD_MB * 2**20:
             self._roll()
         assert self._handle is not None
-        if ep.source is not None:
-            self.features = features_json(*self.settings, sourced=True)
+        if ep.source is not None or ep.appearance is not None:  # a dataset's episodes all have these, or none
+            self.features = features_json(*self.settings, sourced=ep.source is not None,
+                                          varied=ep.appearance is not None)
         written = tfrecord.write_record(self._handle, episode_example(ep, self.episodes))
         self._shard_bytes += written
         self.bytes += written
@@ -225,6 +229,10 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                  "max_coverage": float(example["episode_metadata/max_coverage"][0]), "length": length,
                  **({"source": int(example["episode_metadata/source"][0])}
                     if "episode_metadata/source" in example else {})}
+        if "episode_metadata/appearance" in example:
+            facts["appearance"] = lerobot_common.appearance_of(
+                next(iter(example["episode_metadata/appearance"]), None),
+                f"episode {facts['episode_index']}'s episode_metadata/appearance")
         yield facts, arrays
 
 
@@ -233,7 +241,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     template names) and features.json against what this writer writes for `collection`'s settings."""
     image_size, _, perturbed = settings(collection)
     problems = json_problems(FEATURES_PATH, read_json(root, FEATURES_PATH),
-                           features_json(image_size, perturbed, "sources" in collection))
+                           features_json(image_size, perturbed, "sources" in collection,
+                                         lerobot_common.varied(collection)))
     info = read_json(root, INFO_PATH)
     try:
         listed = [int(n) for n in info["splits"][0]["shardLengths"]]

@@ -28,7 +28,8 @@ import zarr
 
 from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
 from datasets_io.episode import EpisodeData
-from datasets_io.formats.lerobot_common import settings
+from datasets_io.formats.lerobot_common import settings, varied
+from env.appearance import VECTOR_SIZE, Appearance
 
 IMAGE_CHUNK = 100  # frames per img chunk
 LOWDIM_CHUNK = 10_000
@@ -52,6 +53,7 @@ COPIED_POLICY = "none: the replay zarr's own episodes (no seeds)"  # a merge's s
 
 
 SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
+VARIED = {"episode_appearance": ((VECTOR_SIZE,), "f8")}  # varied looks: each episode's Appearance.to_vector()
 
 
 def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
@@ -101,6 +103,12 @@ class ZarrWriter:
                 meta.zeros("episode_source", shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=SOURCED["episode_source"],
                            compressor=None)
             meta["episode_source"].append(np.array([ep.source]))
+        if ep.appearance is not None:
+            if "episode_appearance" not in meta:
+                shape, dtype = VARIED["episode_appearance"]
+                meta.zeros("episode_appearance", shape=(0, *shape), chunks=(LOWDIM_CHUNK, *shape), dtype=dtype,
+                           compressor=None)
+            meta["episode_appearance"].append(ep.appearance.to_vector()[None])
 
     def _store_frames(self, final: bool) -> None:
         """Append the waiting img rows up to the last whole chunk (all of them if `final`). Episodes rarely end on a
@@ -183,7 +191,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
     uint8 under "image". Streams: every array is read a chunk at a time as the episodes reach it."""
     group = zarr.open_group(str(root), mode="r")
-    meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED] if name in group["meta"]}
+    meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED, *VARIED] if name in group["meta"]}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
     data = {name: ArrayStream(group["data"][name]) for name in names}
     frames = group["data"]["action"].shape[0]
@@ -196,6 +204,11 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
         facts = {"episode_index": e, "seed": int(meta["episode_seed"][e]), "success": bool(meta["episode_success"][e]),
                  "max_coverage": float(meta["episode_max_coverage"][e]), "length": end - start,
                  **({"source": int(meta["episode_source"][e])} if "episode_source" in meta else {})}
+        if "episode_appearance" in meta:
+            try:
+                facts["appearance"] = Appearance.from_vector(meta["episode_appearance"][e])
+            except (ValueError, IndexError) as err:
+                raise ValueError(f"meta/episode_appearance: episode {e}: {err}") from None
         episode = {name: values.rows(start, end) for name, values in data.items()}
         if image is not None:
             episode["image"] = np.round(image.rows(start, end)).astype(np.uint8)
@@ -261,8 +274,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     group = zarr.open_group(str(root), mode="r")
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
     problems = _attribute_problems(group) + _array_problems(group, "data", data_specs)
-    meta_specs = {**META, **(SOURCED if "sources" in collection else {})}
-    problems += _array_problems(group, "meta", {name: ((), dtype) for name, dtype in meta_specs.items()})
+    meta_specs = {name: ((), dtype) for name, dtype in {**META, **(SOURCED if "sources" in collection else {})}.items()}
+    problems += _array_problems(group, "meta", {**meta_specs, **(VARIED if varied(collection) else {})})
     meta = group["meta"]
     ends = read_array(meta["episode_ends"]).astype(np.int64)
     steps = np.diff(ends, prepend=0)

@@ -10,7 +10,7 @@ import pytest
 
 from datasets_io.episode import replay
 from env import appearance
-from env.appearance import DEFAULT_COLORS, LEVELS, Appearance, draw, render
+from env.appearance import DEFAULT_COLORS, EVAL_LEVELS, LEVELS, Appearance, draw, render
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
 SEEDS = range(40)
@@ -86,3 +86,26 @@ def test_every_level_is_known() -> None:
     with pytest.raises(ValueError, match="unknown appearance level"):
         draw("bright", 0)
     assert appearance.look("none", 3) is None
+
+
+@pytest.mark.parametrize("level", EVAL_LEVELS)
+def test_an_appearance_round_trips_through_its_text_and_its_zarr_row(level: str) -> None:
+    for seed in range(20):
+        look = draw(level, seed)
+        assert Appearance.loads(look.dumps()) == look
+        row = look.to_vector()
+        assert row.shape == (appearance.VECTOR_SIZE,)
+        assert Appearance.from_vector(row) == look
+
+
+@pytest.mark.parametrize("bad", ["", "[]", "{}", '{"level": "none"}', "\xff", '{"level": "x", "colors": {}}'])
+def test_text_that_is_no_appearance_is_a_value_error(bad: str) -> None:
+    with pytest.raises(ValueError, match="not an appearance"):
+        Appearance.loads(bad)
+
+
+def test_a_row_that_is_no_appearance_is_a_value_error() -> None:
+    row = draw("full", 1).to_vector()
+    for broken in (row[:-1], np.where(np.arange(len(row)) == 0, 9.0, row), np.full_like(row, np.nan)):
+        with pytest.raises(ValueError, match="not an appearance"):
+            Appearance.from_vector(broken)
