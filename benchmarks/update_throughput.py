@@ -46,7 +46,7 @@ def main() -> None:
 
     ours = SACAgent(obs_dim, act_dim, replace(config.sac, layer_norm=args.layer_norm, bf16=args.bf16,
                                               compile=args.compile))
-    buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size)
+    buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, discount=config.sac.gamma)  # SB3's γ
     peer = make_sb3_sac(env, config, learning_starts=0)
     for i in range(args.transitions):
         buffer.add(obs[i], actions[i], rewards[i], next_obs[i], dones[i])

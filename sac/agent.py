@@ -19,7 +19,9 @@ from sac.replay_buffer import Batch
 class SACHyperParams:
     """Every SAC hyper-parameter, declared once with its default (the project's recipe); train.py's config nests it.
 
-    `gamma` is the discount per agent step: a trainer whose step spans k env steps passes γ^k.
+    `gamma` is the discount per agent step: a trainer whose step spans k env steps passes γ^k. The update itself
+    bootstraps with each sampled transition's own discount (`Batch.discount`: γ, or γ^m for an m-step return), so a
+    trainer builds its replay buffer with this γ (`ReplayBuffer(..., discount=gamma)`).
     """
 
     hidden_dim: int = 256  # width of the two hidden layers of actor and critics
@@ -157,13 +159,13 @@ class SACAgent:
             self.critic.eval()
             q, next_q = joint.float().split(batch.obs.shape[0], dim=1)
             target = td_target(batch.reward, batch.terminated, next_q.detach(), next_log_prob.float(), alpha,
-                               self.hp.gamma)
+                               batch.discount)
         else:
             with torch.no_grad(), self._autocast():
                 next_action, next_log_prob = self.actor.sample(batch.next_obs)
                 next_q = self.critic_target(batch.next_obs, next_action)
                 target = td_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha,
-                                   self.hp.gamma).float()
+                                   batch.discount).float()
             with self._autocast():
                 q = self.critic(batch.obs, batch.action).float()
         per_critic = critic_losses(q, target)

@@ -11,15 +11,16 @@ def td_target(
     next_q: torch.Tensor,
     next_log_prob: torch.Tensor,
     alpha: torch.Tensor,
-    gamma: float,
+    discount: torch.Tensor | float,
 ) -> torch.Tensor:
-    """y = r + γ (1 − terminated) (min_i Q_targ,i(s', a') − α log π(a'|s')), shape (B, 1).
+    """y = r + d (1 − terminated) (min_i Q_targ,i(s', a') − α log π(a'|s')), shape (B, 1).
 
     `terminated` is the environment's true end; a time-limit truncation is stored as 0, so the
-    target still bootstraps through it.
+    target still bootstraps through it. `discount` d is each transition's (B, 1) or one for all: γ for a
+    one-step transition, γ^m for an m-step return (whose `reward` is then Σ_{i<m} γ^i r_i).
     """
     soft_value = next_q.min(dim=0).values - alpha * next_log_prob
-    return reward + gamma * (1.0 - terminated) * soft_value
+    return reward + discount * (1.0 - terminated) * soft_value
 
 
 def critic_losses(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -62,7 +62,7 @@ def check_memory(hp: SACHyperParams, buffer_size: int, device: str, obs_dim: int
     critic = sum(t.numel() for t in (*shapes.critic.parameters(), *shapes.critic.buffers()))
     # weights, gradients and Adam's two moments; the critics' target copy (none with crossq)
     network_bytes = 4 * (4 * actor + (4 if hp.crossq else 5) * critic)
-    buffer_bytes = 4 * buffer_size * (2 * obs_dim + act_dim + 2)
+    buffer_bytes = 4 * buffer_size * (2 * obs_dim + act_dim + 3)  # + reward, terminated, discount
     if device == "cpu":
         total, where = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's RAM"
     else:

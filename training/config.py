@@ -44,6 +44,7 @@ class TrainConfig:
     update_after: int = 5000  # env steps before the first gradient update
     update_every: int = 1  # agent steps (decisions; = env steps unless env.decision_steps > 1) between update rounds
     num_updates: int = 2  # gradient steps per round
+    n_step: int = 1  # agent steps summed into one stored transition (an n-step return); 1 = one-step
     batch_size: int = 256
     buffer_size: int = 1_000_000
     reward_scale: float = 0.1
@@ -62,8 +63,8 @@ class TrainConfig:
     env: PushTOptions = field(default_factory=recipe_env_options)
 
     def validate(self) -> None:
-        positive = ["episodes", "update_every", "num_updates", "batch_size", "buffer_size", "checkpoint_every",
-                    "keep_checkpoints", "log_every"]
+        positive = ["episodes", "update_every", "num_updates", "n_step", "batch_size", "buffer_size",
+                    "checkpoint_every", "keep_checkpoints", "log_every"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -21,6 +21,7 @@ from env.pusht_wrapper import make_env
 from protocol.checkpoints import checkpoint_name, prune_checkpoints
 from protocol.pusht_eval import EVAL_START_SEED, EpisodeTracker, eval_env_options, run_episode, summarize
 from sac import ReplayBuffer, SACAgent
+from sac.n_step import NStepAggregator, Transition
 from sac.utils import seed_everything
 from training.checks import check_device, check_env, check_memory
 from training.config import ConfigError, TrainConfig
@@ -75,13 +76,16 @@ class Trainer:
         check_memory(hp, config.buffer_size, config.device, obs_dim, act_dim)
         try:
             self.agent = SACAgent(obs_dim, act_dim, hp, config.device)
-            self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed)
+            self.buffer = ReplayBuffer(obs_dim, act_dim, config.buffer_size, config.device, seed=config.seed,
+                                       discount=hp.gamma)
         except (MemoryError, RuntimeError) as err:  # the estimate fit, the allocation still failed
             if not isinstance(err, (MemoryError, torch.cuda.OutOfMemoryError)) and "allocate" not in str(err):
                 raise
             raise ConfigError(f"could not allocate the networks (hidden_dim={hp.hidden_dim}) and replay buffer "
                               f"(buffer_size={config.buffer_size}) on {config.device} ({first_line(err)}); lower "
                               f"hidden_dim or buffer_size") from None
+        # Agent steps wait here until their n-step transition is complete; empty between episodes (checkpoints).
+        self.n_step = NStepAggregator(config.n_step, hp.gamma)
         self.counters = Counters()
         self.last_checkpoint_step = 0
         self.last_checkpoint_time = 0.0  # time.monotonic() of the last checkpoint, or of the run's start
@@ -157,13 +161,14 @@ class Trainer:
         train_return, done = 0.0, False
         while not done:
             if interrupts.requested() or (cfg.max_env_steps and counters.global_step >= cfg.max_env_steps):
+                self.store(self.n_step.flush())  # bootstrapped: the episode was cut short, not ended
                 return False
             if counters.global_step < cfg.start_steps:
                 action = np.random.uniform(-1.0, 1.0, self.agent.act_dim).astype(np.float32)
             else:
                 action = self.agent.act(obs)
             next_obs, reward, terminated, truncated, info = self.env.step(action)
-            self.buffer.add(obs, action, reward * cfg.reward_scale, next_obs, terminated)
+            self.store(self.n_step.push(obs, action, reward * cfg.reward_scale, next_obs, terminated, truncated))
             obs = next_obs
             steps = int(info.get("env_steps", 1))
             counters.global_step += steps
@@ -182,6 +187,10 @@ class Trainer:
         self.logger.episode(tracker.total, float(np.mean(counters.recent_returns)), train_return, tracker.env_steps,
                             record.success, tracker.max_coverage, counters.global_step)
         return True
+
+    def store(self, transitions: list[Transition]) -> None:
+        for t in transitions:
+            self.buffer.add(t.obs, t.action, t.reward, t.next_obs, t.terminated, t.discount)
 
     def train_step(self) -> None:
         cfg, counters = self.config, self.counters

@@ -45,8 +45,25 @@ def test_td_target_bootstraps_through_truncation_not_termination():
     terminated = torch.tensor([[0.0], [1.0]])  # row 0: truncated by the time limit (stored as 0)
     next_q = torch.tensor([[[5.0], [5.0]], [[3.0], [3.0]]])  # min over critics = 3
     next_log_prob = torch.tensor([[-1.0], [-1.0]])
-    y = td_target(reward, terminated, next_q, next_log_prob, torch.tensor(0.5), gamma=0.9)
+    y = td_target(reward, terminated, next_q, next_log_prob, torch.tensor(0.5), discount=0.9)
     torch.testing.assert_close(y, torch.tensor([[1.0 + 0.9 * (3.0 + 0.5)], [1.0]]))
+
+
+def test_td_target_takes_each_transitions_discount():
+    """An n-step row bootstraps with its own γ^m; a discount column of γ is bit for bit the scalar γ (float32's γ
+    is what the scalar multiplies by), so one-step training is the same whichever is passed."""
+    reward = torch.tensor([[1.0], [2.0]])
+    terminated = torch.zeros(2, 1)
+    next_q = torch.tensor([[[4.0], [4.0]], [[4.0], [4.0]]])
+    y = td_target(reward, terminated, next_q, torch.zeros(2, 1), torch.tensor(0.0), torch.tensor([[0.5], [0.25]]))
+    assert y.tolist() == [[3.0], [3.0]]
+    gen = torch.Generator().manual_seed(0)
+    reward, soft = torch.randn(10_000, 1, generator=gen), 100 * torch.randn(2, 10_000, 1, generator=gen)
+    terminated = (torch.rand(10_000, 1, generator=gen) < 0.1).float()
+    for gamma in (0.99, 0.99 ** 4, 0.97 ** 3):
+        column = torch.full((10_000, 1), gamma)
+        assert torch.equal(td_target(reward, terminated, soft, reward, torch.tensor([0.2]), gamma),
+                           td_target(reward, terminated, soft, reward, torch.tensor([0.2]), column))
 
 
 def test_critic_losses_per_critic_mse():

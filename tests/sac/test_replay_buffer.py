@@ -36,3 +36,29 @@ def test_state_dict_round_trip_restores_contents_and_sampling_stream():
     assert (restored.position, len(restored)) == (buffer.position, len(buffer))
     for a, b in zip(buffer.sample(16), restored.sample(16), strict=True):
         assert torch.equal(a, b)
+
+
+def test_discount_column_defaults_to_the_buffers_and_takes_each_rows_own():
+    buffer = ReplayBuffer(3, 2, capacity=8, discount=0.99 ** 4)
+    buffer.add(np.zeros(3), np.zeros(2), 1.0, np.ones(3), False)
+    buffer.add(np.zeros(3), np.zeros(2), 1.0, np.ones(3), False, discount=0.25)
+    assert buffer.discount[:2, 0].tolist() == [torch.tensor(0.99 ** 4).item(), 0.25]
+    batch = buffer.sample(64)
+    assert batch.discount.shape == (64, 1)
+    assert set(batch.discount[:, 0].tolist()) <= set(buffer.discount[:2, 0].tolist())
+
+
+def test_state_dict_saves_the_discount_and_a_state_without_one_gets_the_default():
+    buffer = ReplayBuffer(3, 2, capacity=8, discount=0.9)
+    fill(buffer, 3)
+    buffer.add(np.zeros(3), np.zeros(2), 0.0, np.zeros(3), False, discount=0.5)
+    state = buffer.state_dict()
+    restored = ReplayBuffer(3, 2, capacity=8, discount=0.9)
+    restored.load_state_dict(state)
+    assert torch.equal(restored.discount, buffer.discount)
+    old = {k: v for k, v in state.items() if k != "discount"}  # a checkpoint of the buffer before it stored discounts
+    older = ReplayBuffer(3, 2, capacity=8, discount=0.7)
+    older.discount.fill_(0.0)  # whatever was there before
+    older.load_state_dict(old)
+    assert older.discount[:4, 0].tolist() == [torch.tensor(0.7).item()] * 4
+    assert torch.equal(older.reward, restored.reward)

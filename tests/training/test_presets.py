@@ -22,7 +22,8 @@ INHERITED = {"env.shaping_gamma"}
 
 README_DEFAULTS: dict[str, Any] = {
     "seed": 0, "env_id": "gym_pusht/PushT-v0", "episodes": 100_000, "max_env_steps": 1_000_000,
-    "start_steps": 5000, "update_after": 5000, "update_every": 1, "num_updates": 2, "batch_size": 256,
+    "start_steps": 5000, "update_after": 5000, "update_every": 1, "num_updates": 2, "n_step": 1,
+    "batch_size": 256,
     "buffer_size": 1_000_000, "hidden_dim": 256, "lr": 3e-4, "gamma": 0.99, "tau": 0.005, "grad_clip": 1.0,
     "reward_scale": 0.1, "target_entropy": None, "init_alpha": 1.0, "layer_norm": True, "crossq": False,
     "brn_warmup": 100_000, "policy_delay": 1, "adam_beta1": 0.9, "bf16": False, "compile": False, "cuda_graph": False,

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import REPO, Training, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -38,17 +39,18 @@ def wait_for(path: Path, timeout: float = 120) -> None:
         time.sleep(0.02)
 
 
-def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path, n_step):
     steps = 900
-    straight = run_script("train.py", "--no-resume", *args_for(tmp_path / "a", steps))
+    straight = run_script("train.py", "--no-resume", *args_for(tmp_path / "a", steps, n_step=n_step))
     assert straight.returncode == 0, straight.stderr
 
-    interrupted = popen_train("--no-resume", *args_for(tmp_path / "b", steps))
+    interrupted = popen_train("--no-resume", *args_for(tmp_path / "b", steps, n_step=n_step))
     wait_for(tmp_path / "b" / "ckpt" / "ckpt_0000000300.pt")
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     assert not (tmp_path / "b" / "ckpt" / "ckpt_0000000900.pt").exists(), "run finished before the kill"
-    resumed = run_script("train.py", *args_for(tmp_path / "b", steps))
+    resumed = run_script("train.py", *args_for(tmp_path / "b", steps, n_step=n_step))
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout + resumed.stderr
 
@@ -58,7 +60,7 @@ def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_pat
         for key, value in a["agent"][part].items():
             assert torch.equal(value, b["agent"][part][key]), f"{part}.{key} differs"
     assert torch.equal(a["agent"]["log_alpha"], b["agent"]["log_alpha"])
-    for key in ("obs", "action", "reward", "next_obs", "terminated"):
+    for key in ("obs", "action", "reward", "next_obs", "terminated", "discount"):
         assert torch.equal(a["buffer"][key], b["buffer"][key]), f"buffer {key} differs"
     assert (a["updates"], a["episode"]) == (b["updates"], b["episode"])
 
