@@ -1,6 +1,7 @@
 """Judge demonstration datasets: their motion statistics and, with --imitation, what chunked learners learn from them.
 
     python dataset_report.py DIR [DIR ...] [--imitation] [--learner mlp flow] [--seeds 3] [--exec-horizon 8 1]
+                             [--eval-appearance none heldout]
                              [--episodes 100] [--start-seed 100000] [--max-frames N [N ...]] [--reference DIR ...]
                              [--quick | --train-steps S] [--workers 2] [--ray [ADDRESS]] [--work-dir DIR]
                              [--plot PNG] [--json OUT] [--html PAGE] [--verify] [--overwrite]
@@ -10,7 +11,8 @@ several formats is read through one of them, its zarr part for the image learner
 such as the human reference. The statistics are those of docs/protocol.md, "Judging a dataset". --imitation trains each
 --learner (mlp: regression; flow: a flow-matching generative head) with each of --seeds training seeds on every frame
 (agent position and block keypoints of 2 frames in, 16 PD targets out) and evaluates it with pusht-eval-v1 on --episodes
-starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner. Figures are
+starts, executing --exec-horizon targets open-loop per prediction; every horizon shares one trained learner (and,
+for the image learner, every --eval-appearance look: each start rendered as its seed draws at that level). Figures are
 the mean ± std over seeds, their range, and the Wilson interval of the pooled episodes. Each learner trains for its
 full budget (`full_steps` in its config where a longer run is measured: flow 30k steps, ≈ 30 min of one core a
 job; mlp 20k and image 10k head steps, their `steps`); --quick keeps the cheap budget (mlp 20k, flow 10k, image 10k
@@ -35,6 +37,7 @@ from dataclasses import fields
 
 from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
+from env.appearance import EVAL_LEVELS
 from imitation.judge import LEARNERS
 from reporting.report import ReportRequest, report
 
@@ -51,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="training seeds per learner: 0..N-1 (default %(default)s)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", default=list(ReportRequest.exec_horizon), metavar="K",
                         help="targets executed per prediction (one or more values; default 8 1)")
+    parser.add_argument("--eval-appearance", nargs="+", choices=EVAL_LEVELS,
+                        default=list(ReportRequest.eval_appearance), metavar="LEVEL",
+                        help=f"evaluate the image learner with each start rendered in the look its seed draws at "
+                             f"LEVEL ({', '.join(EVAL_LEVELS)}; heldout: what collection never draws), side by side "
+                             f"(default: none)")
     parser.add_argument("--episodes", type=int, default=ReportRequest.episodes,
                         help="evaluation starts per learner (default %(default)s)")
     parser.add_argument("--start-seed", type=int, default=ReportRequest.start_seed)

@@ -1,14 +1,17 @@
 """Evaluate a policy with the pusht-eval-v1 protocol (docs/protocol.md): a metrics JSON, mp4 videos, a GIF.
 
     python evaluate.py [--checkpoint PATH | --checkpoint-dir DIR | --policy random
-                        | --controller MODULE:FACTORY [--controller-arg K=V ...] [--image-size 96]]
+                        | --controller MODULE:FACTORY [--controller-arg K=V ...] [--image-size 96]
+                        [--appearance none|colors|full|heldout]]
                        [--episodes 50] [--start-seed 100000] [--videos 10] [--video-dir videos]
                        [--gif PATH] [--output eval.json] [--overwrite] [--workers 1]
 
 Without --checkpoint the shipped demonstrator assets/policy.pt is evaluated (as collect_dataset.py's default), or
 with --checkpoint-dir DIR the newest checkpoint there (train.py writes them to checkpoints/). --controller runs any
 policy with the downstream interface (a user's model, a LeRobot checkpoint through protocol.lerobot_policy:load, a
-learner saved by dataset_report.py through imitation.controller:load) on the same starts.
+learner saved by dataset_report.py through imitation.controller:load) on the same starts; --appearance renders a
+controller's pixels (and the videos) with the look each start's seed draws at that level (heldout: what
+collect_dataset.py never draws), which a state policy does not see.
 Exit codes: 0 done, 2 bad input (one line on stderr), 74 an output file could not be written (e.g. full disk;
 nothing torn is left), 130 interrupted (nothing written).
 """
@@ -21,6 +24,7 @@ from dataclasses import fields
 
 from common.cli import CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
+from env.appearance import EVAL_LEVELS
 from protocol.evaluation import MAX_EPISODES, EvaluationRequest, evaluate
 from protocol.loading import CHECKPOINT_DIR_HELP, CHECKPOINT_HELP
 
@@ -53,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="keywords for the factory; values are Python literals where they parse")
     parser.add_argument("--image-size", type=int, default=EvaluationRequest.image_size,
                         help="side of the controller's pixels observation (default %(default)s, as the datasets)")
+    parser.add_argument("--appearance", choices=EVAL_LEVELS, default=EvaluationRequest.appearance, metavar="LEVEL",
+                        help=f"render the controller's pixels and the videos with the look each start's seed draws "
+                             f"at LEVEL ({', '.join(EVAL_LEVELS)}; default %(default)s: gym-pusht's own)")
     return parser
 
 

@@ -16,6 +16,7 @@ import torch
 from tqdm import tqdm
 
 from common import interrupts
+from env import appearance
 from env.pusht_wrapper import BOARD_SIZE, PUSHT_ENV_ID, make_env
 from imitation.policy import ChunkPolicy
 from protocol.pusht_eval import EpisodeRecord, EpisodeTracker, summarize
@@ -71,23 +72,25 @@ class LearnerBursts:
 
 
 def evaluate_learner(policy: ChunkPolicy, exec_horizon: int, seeds: list[int], sample_seed: int = 0,
-                     progress: bool = True) -> tuple[list[EpisodeRecord], dict]:
-    """Episode records and the protocol summary of `policy` on `seeds` (sampling noise from `sample_seed`)."""
+                     progress: bool = True, level: str = "none") -> tuple[list[EpisodeRecord], dict]:
+    """Episode records and the protocol summary of `policy` on `seeds` (sampling noise from `sample_seed`), a
+    learner that sees pixels seeing each start rendered with the look its seed draws at appearance `level`."""
     horizon = policy.config.horizon
     if not 1 <= exec_horizon <= horizon:
         raise ValueError(f"exec_horizon must be in [1, {horizon}], got {exec_horizon}")
     generator = torch.Generator().manual_seed(sample_seed)
     envs = [make_env(PUSHT_ENV_ID) for _ in seeds]
+    looks = [appearance.look(level, seed) for seed in seeds]
     trackers = [EpisodeTracker(seed, env.reset(seed=seed)[1]) for env, seed in zip(envs, seeds, strict=True)]
     controllers = [ChunkedController(policy.config.n_obs, exec_horizon) for _ in seeds]
     running = list(range(len(seeds)))
     done_records: dict[int, EpisodeRecord] = {}
-    label = f"imitation: evaluating, exec {exec_horizon}"
+    label = f"imitation: evaluating, exec {exec_horizon}" + (f", {level} look" if level != "none" else "")
     with tqdm(total=len(seeds), desc=label, unit="ep", disable=not progress or None) as bar:
         while running:
             interrupts.check()
             for i in running:
-                controllers[i].observe(policy.frame(envs[i].unwrapped))
+                controllers[i].observe(policy.frame(envs[i].unwrapped, looks[i]))
             waiting = [i for i in running if not controllers[i].queue]
             if waiting:
                 chunks = policy.predict(np.stack([controllers[i].stacked() for i in waiting]), generator)

@@ -45,13 +45,14 @@ class LearnerSpec:
     config: LearnerConfig  # the defaults
     fit: Fit
     empty: Callable[[LearnerConfig], ChunkPolicy]  # the network with placeholder scalings, to load a state into
+    sees_pixels: bool = False  # acts from the render: its figures depend on the look (env/appearance.py)
 
 
 # the order is the report's order
 LEARNERS: dict[str, LearnerSpec] = {
     "mlp": LearnerSpec(mlp.MLPConfig(), mlp.fit, mlp.empty),
     "flow": LearnerSpec(flow.FlowConfig(), flow.fit, flow.empty),
-    "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty),
+    "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty, sees_pixels=True),
     "unet": LearnerSpec(unet.UNetConfig(), unet.fit, unet.empty),  # Diffusion Policy's network: a GPU's learner
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
@@ -76,11 +77,20 @@ def job_config(job: Job, overrides: dict | None) -> LearnerConfig:
     return replace(base, seed=job.seed, **{"steps": steps, **settings})
 
 
-def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], overrides: dict | None) -> dict:
+def looks_for(learner: str, looks: Sequence[str]) -> list[str]:
+    """The appearance levels a job is evaluated at: all asked for a learner that sees pixels; gym-pusht's own look
+    only for a state learner, whose figures no look changes."""
+    return list(looks) if LEARNERS[learner].sees_pixels else ["none"]
+
+
+def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], overrides: dict | None,
+            looks: Sequence[str] = ("none",)) -> dict:
     """Everything a job's result depends on: a stored result is reused only when all of it matches. In its JSON form
     (tuples as lists), as the store reads it back."""
     key = {"job": asdict(job), "config": asdict(job_config(job, overrides)), "exec_horizons": list(exec_horizons),
-           "eval_seeds": [eval_seeds[0], len(eval_seeds)]}
+           "eval_seeds": [eval_seeds[0], len(eval_seeds)],
+           **({"eval_appearance": looks_for(job.learner, looks)} if looks_for(job.learner, looks) != ["none"]
+              else {})}
     return json.loads(json.dumps(key))
 
 
@@ -113,8 +123,11 @@ def learner_file(folder: Path, job: Job) -> Path:
 
 def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence[int], eval_seeds: Sequence[int],
             overrides: dict | None = None, progress: bool = False, save_to: Path | None = None,
-            work_dir: Path | None = None, count: Callable[[int], None] | None = None) -> dict:
-    """Train one learner on `episodes` and evaluate it at every horizon; one thread, so the figures repeat.
+            work_dir: Path | None = None, count: Callable[[int], None] | None = None,
+            looks: Sequence[str] = ("none",)) -> dict:
+    """Train one learner on `episodes` and evaluate it at every horizon, under every appearance level of `looks`
+    (a learner that sees pixels; `exec_horizon` holds gym-pusht's own look's figures, `eval_appearance` the
+    others'); one thread, so the figures repeat.
     With `save_to`, the trained learner is kept there (`learner_file`); with `work_dir`, its training checkpoints
     there and an interrupted job's training continues from them; `count` is told every training step."""
     torch.set_num_threads(1)
@@ -126,12 +139,16 @@ def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence
         step_counter.reset(counting)
     if save_to is not None:
         save_learner(learner_file(save_to, job), job.learner, policy)
-    results = {}
-    for k in exec_horizons:
-        records, summary = evaluate_learner(policy, k, list(eval_seeds), sample_seed=job.seed, progress=progress)
-        results[str(k)] = {"summary": summary, "episodes": [r.to_json() for r in records]}
+    results: dict[str, dict] = {}
+    for level in looks_for(job.learner, looks):
+        for k in exec_horizons:
+            records, summary = evaluate_learner(policy, k, list(eval_seeds), sample_seed=job.seed, progress=progress,
+                                                level=level)
+            results.setdefault(level, {})[str(k)] = {"summary": summary, "episodes": [r.to_json() for r in records]}
+    others = {level: by_horizon for level, by_horizon in results.items() if level != "none"}
     return {"dataset": job.dataset, "frames": job.frames, "learner": job.learner, "seed": job.seed,
-            "training": training, "exec_horizon": results}
+            "training": training, "exec_horizon": results.get("none", {}),
+            **({"eval_appearance": others} if others else {})}
 
 
 class JobStore:
@@ -190,9 +207,9 @@ class JobStore:
 def job_runner(context: tuple) -> Callable[[int], dict]:
     """A worker's side of a judgement: job n's result. The jobs' data come once per worker, not once per job; job
     n's training steps are counted in `steps_taken[n]` (shared with the driver, where it can be)."""
-    jobs, work_dirs, exec_horizons, eval_seeds, overrides, progress, save_to, steps_taken = context
+    jobs, work_dirs, exec_horizons, eval_seeds, overrides, progress, save_to, steps_taken, looks = context
     return lambda n: run_job(*jobs[n], exec_horizons, eval_seeds, overrides, progress, save_to, work_dirs[n],
-                             None if steps_taken is None else partial(_add, steps_taken, n))
+                             None if steps_taken is None else partial(_add, steps_taken, n), looks)
 
 
 def _add(counts: ctypes.Array, n: int, steps: int) -> None:
@@ -223,13 +240,14 @@ def describe(job: Job) -> str:
 
 def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons: Sequence[int],
              eval_seeds: Sequence[int], backend: parallel.Backend, overrides: dict | None = None,
-             store: JobStore | None = None, save_to: Path | None = None) -> list[dict]:
+             store: JobStore | None = None, save_to: Path | None = None,
+             looks: Sequence[str] = ("none",)) -> list[dict]:
     """Every job's result, in the order given; the backend's workers share them, one progress bar counts their
     training steps (so its ETA shows while the first jobs train). Jobs already in `store` are not run again (unless
     their learner is to be saved and is missing); each finished job goes there as soon as it ends, and an
     unfinished one's training resumes from its checkpoints."""
     store = store or JobStore(None)
-    keys = [job_key(job, exec_horizons, eval_seeds, overrides) for job, _ in jobs]
+    keys = [job_key(job, exec_horizons, eval_seeds, overrides, looks) for job, _ in jobs]
     results: dict[int, dict] = {
         n: found for n, key in enumerate(keys)
         if (found := store.get(key)) is not None and (save_to is None or learner_file(save_to, jobs[n][0]).is_file())}
@@ -245,7 +263,7 @@ def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons:
     # steps count when it ends
     taking = RawArray(ctypes.c_int64, len(jobs)) if backend.ray is None else None
     context = (list(jobs), [store.work_dir(key) for key in keys], exec_horizons, eval_seeds, overrides, progress,
-               save_to.resolve() if save_to is not None else None, taking)
+               save_to.resolve() if save_to is not None else None, taking, tuple(looks))
     with tqdm(total=sum(steps), initial=sum(done), desc="imitation: judging", unit="step", unit_scale=True,
               disable=len(jobs) == 1 or None) as bar, \
             following(bar, lambda: sum(map(max, done, taking if taking is not None else done))):
@@ -274,14 +292,16 @@ def _spread(values: list[float]) -> dict:
 
 
 def aggregate(results: Sequence[dict]) -> list[dict]:
-    """One row per (dataset, frames, learner, horizon): success and mean max reward over seeds, pooled interval."""
+    """One row per (dataset, frames, learner, horizon, appearance level evaluated at): success and mean max reward
+    over seeds, pooled interval; a row of another look than gym-pusht's own names it (`appearance`)."""
     groups: dict[tuple, list[dict]] = {}
     for result in results:
-        for k, by_horizon in result["exec_horizon"].items():
-            key = (result["dataset"], result["frames"], result["learner"], int(k))
-            groups.setdefault(key, []).append({"seed": result["seed"], **by_horizon["summary"]})
+        for level, by_look in [("none", result["exec_horizon"]), *result.get("eval_appearance", {}).items()]:
+            for k, by_horizon in by_look.items():
+                key = (result["dataset"], result["frames"], result["learner"], int(k), level)
+                groups.setdefault(key, []).append({"seed": result["seed"], **by_horizon["summary"]})
     rows = []
-    for (dataset, frames, learner, k), summaries in groups.items():
+    for (dataset, frames, learner, k, level), summaries in groups.items():
         successes = sum(s["successes"] for s in summaries)
         episodes = sum(s["episodes"] for s in summaries)
         rows.append({"dataset": dataset, "frames": frames, "learner": learner, "exec_horizon": k,
@@ -290,7 +310,8 @@ def aggregate(results: Sequence[dict]) -> list[dict]:
                      "mean_max_reward": _spread([s["mean_max_reward"] for s in summaries]),
                      "pooled": {"successes": successes, "episodes": episodes,
                                 "success_rate": successes / episodes,
-                                "ci95": list(wilson_interval(successes, episodes))}})
+                                "ci95": list(wilson_interval(successes, episodes))},
+                     **({"appearance": level} if level != "none" else {})})
     return rows
 
 
@@ -298,6 +319,7 @@ def format_row(row: dict) -> str:
     """`flow exec 8: success 0.62 ± 0.04 (0.58-0.66, 3 seeds; pooled 186/300, CI 0.56-0.67), mmr 0.91 ± 0.01`."""
     s, m, p = row["success_rate"], row["mean_max_reward"], row["pooled"]
     low, high = p["ci95"]
-    return (f"{row['learner']:>5} exec {row['exec_horizon']:>2}: success {s['mean']:.3f} ± {s['std']:.3f} "
+    look = f" ({row['appearance']} look)" if "appearance" in row else ""
+    return (f"{row['learner']:>5} exec {row['exec_horizon']:>2}{look}: success {s['mean']:.3f} ± {s['std']:.3f} "
             f"({s['min']:.2f}-{s['max']:.2f} over {counted(len(row['seeds']), 'seed')}; pooled {p['successes']}/"
             f"{p['episodes']}, 95% CI {low:.3f}-{high:.3f}), mean max reward {m['mean']:.3f} ± {m['std']:.3f}")

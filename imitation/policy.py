@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from env.appearance import Appearance
 from imitation.training import LearnerConfig
 from imitation.windows import frame_observation
 from protocol.controllers import observation
@@ -21,9 +22,10 @@ class ChunkPolicy(nn.Module):
 
     sees_pixels = False  # whether `view` needs the observation's render
 
-    def frame(self, pusht: gym.Env) -> np.ndarray:
-        """The learner's view of the env's current state (rendered only for a learner that sees pixels)."""
-        return self.view(observation(pusht, pixels=self.sees_pixels))
+    def frame(self, pusht: gym.Env, look: Appearance | None = None) -> np.ndarray:
+        """The learner's view of the env's current state (rendered, with `look`, only for a learner that sees
+        pixels)."""
+        return self.view(observation(pusht, pixels=self.sees_pixels, look=look))
 
     def view(self, observation: dict[str, np.ndarray]) -> np.ndarray:
         """One frame as the learner takes it, from a controller observation (protocol/controllers.py): state

@@ -31,6 +31,8 @@ import numpy as np
 
 from common.cli import BadInput, first_line
 from common.files import sha256_file
+from env import appearance
+from env.appearance import Appearance
 from env.pusht_wrapper import IMAGE_SIZE, PUSHT_ENV_ID, block_keypoints, make_env
 from protocol.pusht_eval import Policy
 
@@ -143,17 +145,19 @@ def controller_env(spec: ControllerSpec) -> gym.Env:
     return make_env(PUSHT_ENV_ID, None, observation_width=spec.image_size, observation_height=spec.image_size)
 
 
-def observation(env: gym.Env, pixels: bool = True) -> dict[str, np.ndarray]:
-    """What a controller sees of the env's current state (the module docstring); without `pixels`, no render."""
+def observation(env: gym.Env, pixels: bool = True, look: Appearance | None = None) -> dict[str, np.ndarray]:
+    """What a controller sees of the env's current state (the module docstring), rendered with `look` (None:
+    gym-pusht's own); without `pixels`, no render."""
     pusht = env.unwrapped
     seen = {"agent_pos": np.asarray(pusht.agent.position, dtype=np.float64),
             "environment_state": block_keypoints(pusht).ravel().astype(np.float64)}
-    return {"pixels": pusht._render(visualize=False), **seen} if pixels else seen
+    return {"pixels": appearance.render(pusht, look), **seen} if pixels else seen
 
 
-def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
-    """The protocol's policy (observation → action in [-1, 1]) for one episode of `controller`, which it resets; an
-    action that is not two finite numbers, or a controller that raises, ends the run naming the episode and step."""
+def as_policy(controller: Any, env: gym.Env, seed: int, look: Appearance | None = None) -> Policy:
+    """The protocol's policy (observation → action in [-1, 1]) for one episode of `controller`, which it resets,
+    its pixels rendered with `look`; an action that is not two finite numbers, or a controller that raises, ends the
+    run naming the episode and step."""
     _calling(f"episode seed {seed}, reset()", controller.reset)
     unit = unit_actions(controller)
     steps = itertools.count()
@@ -161,7 +165,7 @@ def as_policy(controller: Any, env: gym.Env, seed: int) -> Policy:
     def act(_obs: np.ndarray) -> np.ndarray:
         step = next(steps)
         where = f"episode seed {seed}, step {step}"
-        returned = _calling(where, lambda: controller(observation(env)))
+        returned = _calling(where, lambda: controller(observation(env, look=look)))
         try:
             action = np.asarray(returned, dtype=np.float64)
         except (TypeError, ValueError, RuntimeError):  # e.g. a dict, or a tensor still on the GPU

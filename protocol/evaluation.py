@@ -7,6 +7,7 @@ processes, with the same records, ordered by seed.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,8 @@ from common.cli import (
 )
 from common.files import WriteError, guarded_write, remove_created_dirs
 from common.ownership import stamp_gif, stamp_json, written_by
+from env import appearance
+from env.appearance import EVAL_LEVELS
 from env.pusht_wrapper import CONTROL_HZ, IMAGE_SIZE, PUSHT_ENV_ID, image_size_problem, make_env
 from protocol import controllers
 from protocol.loading import env_spec, load_checked_policy, random_policy
@@ -40,6 +43,7 @@ from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, PROTOCOL_NAME, EpisodeRecord, Policy, run_episode, summarize
 
 GIF_SIZE = 256
+VIDEO_SIZE = 680  # gym-pusht's own visual render: a varied look's videos are drawn at its size
 WRITER = "evaluate.py"  # the stamp on the metrics JSON and the GIF (common/ownership.py): what --overwrite may replace
 
 
@@ -61,6 +65,7 @@ class EvaluationRequest:
     controller: str | None = None  # MODULE:FACTORY of a controller (protocol/controllers.py) instead of a checkpoint
     controller_arg: tuple[str, ...] = ()  # KEY=VALUE keywords of the factory
     image_size: int = IMAGE_SIZE  # the side of a controller's `pixels`, as collect_dataset.py --image-size
+    appearance: str = "none"  # the level each start's look is drawn at (env/appearance.py) for pixels and videos
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class EvaluationJob:
     gif: OutputFile | None
     gif_seed: int
     controller: controllers.ControllerSpec | None = None  # built in each worker
+    appearance: str = "none"  # a controller's pixels and the videos: each start's look at this level
 
 
 def video_name(seed: int, success: bool) -> str:
@@ -93,7 +99,7 @@ class Evaluator:
 
     def episode_policy(self, seed: int) -> Policy:
         if self.controller is not None:
-            return controllers.as_policy(self.controller, self.env, seed)
+            return controllers.as_policy(self.controller, self.env, seed, appearance.look(self.job.appearance, seed))
         return self.policy or random_policy(seed, self.act_dim)
 
     def __call__(self, seed: int) -> EpisodeRecord:
@@ -112,8 +118,11 @@ class Evaluator:
         gif_frames: list[np.ndarray] = []
         advice = "free space or pass --video-dir / --gif on another disk, then run again"
 
+        look = appearance.look(self.job.appearance, seed)
+
         def capture(env: gym.Env) -> None:
-            frame = env.render()  # gym-pusht: _render(visualize=True), 680x680 with the action target marker
+            # gym-pusht: _render(visualize=True), 680x680 with the action target marker; a varied look has none
+            frame = env.render() if look is None else appearance.render(env.unwrapped, look, VIDEO_SIZE)
             nonlocal written
             if writer is not None:
                 writer.append_data(frame)
@@ -202,6 +211,8 @@ def validate(request: EvaluationRequest) -> parallel.Backend:
         raise BadInput(f"--image-size {problem}")
     if request.start_seed < 0:
         raise BadInput(f"--start-seed must be >= 0, got {request.start_seed}")
+    if request.appearance not in EVAL_LEVELS:
+        raise BadInput(f"--appearance {request.appearance!r} is not a level; use one of {', '.join(EVAL_LEVELS)}")
     if not request.output:
         raise BadInput("--output is empty; give a file path such as eval.json")
     if request.gif is not None and Path(request.gif).suffix.lower() != ".gif":
@@ -259,7 +270,8 @@ def print_table(result: dict) -> None:
     length = "n/a" if s["mean_length_success"] is None else f"{s['mean_length_success']:.1f}"
     last_seed = result["start_seed"] + s["episodes"] - 1
     protocol = result["protocol"] or f"{result['env_id']}, deterministic"
-    print(f"{protocol}: {source}{step}, seeds {result['start_seed']}-{last_seed}")
+    look = f", {result['appearance']} look" if "appearance" in result else ""
+    print(f"{protocol}: {source}{step}, seeds {result['start_seed']}-{last_seed}{look}")
     print(f"  success_rate         {s['success_rate']:.3f}  ({s['successes']}/{s['episodes']}, "
           f"95% CI {low:.3f}-{high:.3f})")
     print(f"  mean_max_reward      {s['mean_max_reward']:.3f}")
@@ -289,7 +301,11 @@ def evaluate(request: EvaluationRequest) -> dict:
     gif = check_media(request)
     created = check_output_dirs(request)
     seeds = [request.start_seed + i for i in range(request.episodes)]
-    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, gif, seeds[0], spec)
+    if request.appearance != "none" and spec is None:
+        print(f"note: --appearance {request.appearance} changes only what a controller's pixels show; this policy "
+              f"acts from the state, so its figures are those of gym-pusht's own look", file=sys.stderr)
+    job = EvaluationJob(policy, frozenset(seeds[:request.videos]), request.video_dir, gif, seeds[0], spec,
+                        request.appearance)
     if request.workers > 1:
         controller = None  # every worker builds its own: this copy (a model, maybe on a GPU) need not stay
     try:
@@ -306,6 +322,7 @@ def evaluate(request: EvaluationRequest) -> dict:
         "env_id": env_id,
         "env_options": asdict(env_options),
         "start_seed": request.start_seed,
+        **({"appearance": request.appearance} if request.appearance != "none" else {}),
         "episodes": [r.to_json() for r in records],
         "summary": summarize(records),
     }

@@ -320,18 +320,21 @@ def imitation_section(imitation: dict, title: str) -> str:
     """The learners' rows as a table and a plot of success with its pooled interval; the scaling curve when a
     dataset was judged at several budgets."""
     rows = imitation["summary"]
-    head = ("dataset", "frames", "learner", "exec", "success (mean ± std over seeds)", "pooled 95 % CI",
-            "mean max reward")
+    looks = any("appearance" in row for row in rows)  # evaluated under other looks too: a column says which
+    head = ("dataset", "frames", "learner", "exec", *(("look",) if looks else ()), "success (mean ± std over seeds)",
+            "pooled 95 % CI", "mean max reward")
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
         s, m, low_high = row["success_rate"], row["mean_max_reward"], row["pooled"]["ci95"]
         out.append(f"<tr><td>{html.escape(Path(row['dataset']).name)}</td>" + _cell(row["frames"], "frames")
                    + f"<td>{row['learner']}</td>" + _cell(row["exec_horizon"], "exec_horizon")
+                   + (f"<td>{row.get('appearance', 'none')}</td>" if looks else "")
                    + _cell(s["mean"], "success_mean", f"{s['mean']:.3f} ± {s['std']:.3f}")
                    + _cell(low_high, "ci95", f"{low_high[0]:.3f}–{low_high[1]:.3f}")
                    + _cell(m["mean"], "mmr_mean", f"{m['mean']:.3f} ± {m['std']:.3f}") + "</tr>")
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2), 3.4))
-    labels = [f"{Path(r['dataset']).name}\n{r['frames']:,} fr\n{r['learner']} k={r['exec_horizon']}" for r in rows]
+    labels = [f"{Path(r['dataset']).name}\n{r['frames']:,} fr\n{r['learner']} k={r['exec_horizon']}"
+              + (f"\n{r['appearance']} look" if "appearance" in r else "") for r in rows]
     means = np.array([r["pooled"]["success_rate"] for r in rows])
     ci = np.array([r["pooled"]["ci95"] for r in rows])
     ax.bar(range(len(rows)), [r["success_rate"]["mean"] for r in rows],
@@ -347,7 +350,8 @@ def imitation_section(imitation: dict, title: str) -> str:
     parts = ["\n".join(out) + "</table>", _img(_png(fig), "imitation success")]
     budgets = {}
     for row in rows:
-        budgets.setdefault((row["dataset"], row["learner"], row["exec_horizon"]), set()).add(row["frames"])
+        budgets.setdefault((row["dataset"], row["learner"], row["exec_horizon"], row.get("appearance")),
+                           set()).add(row["frames"])
     if any(len(frames) > 1 for frames in budgets.values()):
         parts.append(_img(_png(scaling_figure(rows, title)), "scaling curve"))
     return "\n".join(parts)

@@ -21,11 +21,12 @@ AXES = {"frames": "training frames (whole episodes)", "steps": "learner training
 
 
 def most_seeded(rows: list[dict]) -> dict[tuple, dict]:
-    """One row per (dataset, frames, learner, horizon, steps): the one over the most seeds (a later report wins
+    """One row per (dataset, frames, learner, horizon, steps, look): the one over the most seeds (a later report wins
     ties). A row without "steps" counts as its own budget."""
     points: dict[tuple, dict] = {}
     for row in rows:
-        point = (row["dataset"], row["frames"], row["learner"], row["exec_horizon"], row.get("steps"))
+        point = (row["dataset"], row["frames"], row["learner"], row["exec_horizon"], row.get("steps"),
+                 row.get("appearance"))
         if point not in points or len(row.get("seeds", [])) >= len(points[point].get("seeds", [])):
             points[point] = row
     return points
@@ -52,13 +53,13 @@ def scaling_figure(rows: Sequence[dict], title: str, x: str = "frames") -> plt.F
     series: dict[tuple, list[dict]] = {}
     for row in rows:
         dataset = Path(row["dataset"]).name if x == "steps" else row["dataset"]
-        series.setdefault((dataset, row["learner"], row["exec_horizon"]), []).append(row)
+        series.setdefault((dataset, row["learner"], row["exec_horizon"], row.get("appearance")), []).append(row)
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for (dataset, learner, k), points in series.items():
+    for (dataset, learner, k, look), points in series.items():
         points.sort(key=lambda r: r[x])
         mean = [r["success_rate"]["mean"] for r in points]
         std = [r["success_rate"]["std"] for r in points]
-        label = f"{Path(dataset).name}: {learner}, exec {k}"
+        label = f"{Path(dataset).name}: {learner}, exec {k}" + (f", {look} look" if look else "")
         style = {"marker": "o", "capsize": 3} if len(points) > 1 else {"marker": "*", "markersize": 12, "capsize": 3}
         ax.errorbar([r[x] for r in points], mean, yerr=std, label=label, **style)
     ax.set_xscale("log")

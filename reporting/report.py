@@ -28,6 +28,7 @@ from datasets_io.formats import FORMATS
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations, read_demonstrations
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata, replay_failures
+from env.appearance import EVAL_LEVELS
 from imitation.judge import (
     LEARNERS,
     QUICK,
@@ -54,6 +55,7 @@ class ReportRequest:
     learner: Sequence[str] = tuple(STATE_LEARNERS)
     seeds: int = 3
     exec_horizon: Sequence[int] = (8, 1)
+    eval_appearance: Sequence[str] = ("none",)  # the looks an image learner is evaluated under (env/appearance.py)
     episodes: int = 100
     start_seed: int = EVAL_START_SEED
     max_frames: Sequence[int] | None = None
@@ -92,6 +94,14 @@ def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend
     bad = [k for k in args.exec_horizon if not 1 <= k <= horizon]
     if bad:
         raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learners predict {horizon}), got {bad[0]}")
+    unknown = [level for level in args.eval_appearance if level not in EVAL_LEVELS]
+    if unknown or len(set(args.eval_appearance)) != len(args.eval_appearance) or not args.eval_appearance:
+        raise BadInput(f"--eval-appearance takes distinct levels of {', '.join(EVAL_LEVELS)}, got "
+                       f"{' '.join(args.eval_appearance) or 'none'}")
+    if list(args.eval_appearance) != ["none"] and not (args.imitation and any(
+            LEARNERS[name].sees_pixels for name in args.learner)):
+        raise BadInput("--eval-appearance changes what a learner that sees pixels is shown; add --imitation "
+                       "--learner image")
     try:
         device = torch.device(args.device)
     except RuntimeError:
@@ -251,9 +261,10 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
         store = JobStore(Path(args.work_dir) if args.work_dir else None)
         save_to = Path(args.save_learners) if args.save_learners else None
         try:
-            results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, backend, overrides, store, save_to)
+            results = run_jobs([jobs[n] for n in order], args.exec_horizon, seeds, backend, overrides, store, save_to,
+                               args.eval_appearance)
         except (parallel.Stopped, interrupts.Interrupted) as err:  # what is kept is known only now
-            keys = [job_key(job, args.exec_horizon, seeds, overrides) for job, _ in jobs]
+            keys = [job_key(job, args.exec_horizon, seeds, overrides, args.eval_appearance) for job, _ in jobs]
             reason = "interrupted" if isinstance(err, interrupts.Interrupted) else str(err)
             print(f"{reason}; no report written; {store.kept(keys)}", file=sys.stderr)
             return EXIT_INTERRUPTED

@@ -262,6 +262,20 @@ def test_the_image_learner_trains_on_zarr_renders_and_evaluates_on_env_renders(t
     assert row["learner"] == "image" and row["frames"] == 75 and row["pooled"]["episodes"] == 2
 
 
+def test_the_image_learner_is_judged_under_each_look_asked_for(tiny_dataset, tmp_path):
+    out = tmp_path / "image.json"
+    result = run_script("dataset_report.py", str(tiny_dataset), "--imitation", "--learner", "image", "mlp",
+                        "--train-steps", "3", "--episodes", "2", "--seeds", "1", "--exec-horizon", "8",
+                        "--eval-appearance", "none", "heldout", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["imitation"]["summary"]
+    assert sorted((row["learner"], row.get("appearance", "none")) for row in rows) == [
+        ("image", "heldout"), ("image", "none"), ("mlp", "none")]
+    assert "image exec  8 (heldout look)" in result.stdout
+    refused = run_script("dataset_report.py", str(tiny_dataset), "--imitation", "--eval-appearance", "heldout")
+    assert refused.returncode == 2 and "--learner image" in refused.stderr
+
+
 @pytest.mark.parametrize("learner", ["mlp", "image"])
 def test_a_job_counts_every_training_step_and_a_resumed_one_its_earlier_ones_first(tiny_dataset, tmp_path, learner):
     """What the judgement's bar sums: every step of every stage (the image learner's perception, then its head),
