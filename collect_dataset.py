@@ -3,7 +3,8 @@
     python collect_dataset.py [--checkpoint PATH | --checkpoint-dir DIR | --policy random] --episodes N --output DIR
                               [--format FORMAT [FORMAT ...]] [--start-seed 0] [--workers 1] [--overwrite | --resume]
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
-                              [--image-size 96] [--no-video] [--max-steps 300]
+                              [--image-size 96] [--no-video] [--max-steps 300] [--appearance LEVEL]
+                              [--instructions fixed|paraphrase|FILE]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
     python collect_dataset.py --verify DIR [--checkpoint PATH]
 
@@ -52,6 +53,7 @@ from datasets_io.collection.plan import (
     recorded_command,
 )
 from datasets_io.collection.run import collect
+from datasets_io.instructions import PARAPHRASES
 from datasets_io.verify import run_verify
 from env.appearance import LEVELS
 from env.pusht_wrapper import MAX_EPISODE_STEPS
@@ -112,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "colors (colours, brightness, contrast), full (also a small camera change and distractor "
                              "shapes); rendering only, the physics and actions are the same (env/appearance.py; "
                              "default none; with --resume: the dataset's own)")
+    parser.add_argument("--instructions", metavar="fixed|paraphrase|FILE",
+                        help="each episode's language instruction: fixed (gym-pusht's one task sentence), paraphrase "
+                             f"(one of our {len(PARAPHRASES)} paraphrases, drawn from the episode's seed; "
+                             "datasets_io/instructions.py) or FILE (a UTF-8 file of sentences, one a line) (default "
+                             "fixed; with --resume: the dataset's own)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")

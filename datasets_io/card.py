@@ -161,10 +161,11 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
              *_table(("", "value"), [("episodes", f"{episodes:,}"), ("frames", f"{frames:,}"),
                                      ("fps", facts["fps"]), ("image size", f"{size}×{size}×3"),
                                      ("stored as", "video" if collection["video"] else "lossless images"),
-                                     ("task", f'"{TASK}"'), ("format", facts["version"])]), "",
+                                     ("task", _task_cell(collection)), ("format", facts["version"])]), "",
              *_table(("feature", "dtype", "shape"),
                      [(f"`{feature}`", dtype, "×".join(map(str, shape)) or "scalar")
                       for feature, dtype, shape in facts["features"]]), ""]
+    lines += _instruction_lines(fmt, collection)
     if siblings:
         lines += [f"The same rollouts are also stored as {', '.join(f'`../{s}/` ({TITLES[s]})' for s in siblings)}.",
                   ""]
@@ -217,6 +218,28 @@ LEVEL_TEXT = {"colors": "the colours of the board, block, agent, goal region and
               "full": "the colours of the board, block, agent, goal region and walls, the brightness and contrast, "
                       "a small camera change (shift, rotation, zoom) and up to three distractor shapes outside the "
                       "physics"}
+
+
+INSTRUCTION_FIELD = {"lerobot": "its task (`meta/tasks.parquet`, each frame's `task_index`)",
+                     "lerobot-v2.1": "its task (`meta/tasks.jsonl`, each frame's `task_index`)",
+                     "rlds": "every step's `language_instruction`",
+                     "zarr": "`meta/episode_instruction` (the sentence's number in the list below, from 0)"}
+
+
+def _task_cell(collection: dict) -> str:
+    sentences = collection.get("instructions")
+    return f'"{TASK}"' if not sentences else f"{len(sentences)} instructions, one an episode (below)"
+
+
+def _instruction_lines(fmt: str, collection: dict) -> list[str]:
+    """The instructions of a collection that varies them, numbered, and where an episode's is stored."""
+    sentences = collection.get("instructions")
+    if not sentences:
+        return []
+    return ["## Instructions", "",
+            f"Each episode carries one of these {len(sentences)} instructions, drawn from its seed "
+            f"(`collect_dataset.py --instructions`), stored as {INSTRUCTION_FIELD[fmt]}:", "",
+            *[f"{n}. {sentence}" for n, sentence in enumerate(sentences)], ""]
 
 
 def _appearance_sentence(fmt: str, collection: dict) -> str:

@@ -32,8 +32,7 @@ import pyarrow.parquet as pq
 import zarr
 
 from common import interrupts
-from datasets_io import formats, lerobot_stats
-from datasets_io.episode import TASK
+from datasets_io import formats, instructions, lerobot_stats
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord, zarr_replay
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations
 from datasets_io.statistics import motion_statistics
@@ -53,7 +52,7 @@ def problems(root: Path, fmt: str, collection: dict) -> list[str]:
     if fmt.startswith("lerobot"):
         found += _first(stats_problems(root, fmt))
     if fmt == "rlds":
-        found += rlds_step_problems(root)
+        found += rlds_step_problems(root, collection)
     found += record_problems(fmt, collection, [(seed, source, success) for seed, source, _, _, success, _ in facts])
     return found + sibling_problems(root, fmt, facts)
 
@@ -202,9 +201,9 @@ def stats_problems(root: Path, fmt: str) -> list[str]:
         feature, value)} for feature, value in lerobot_stats.to_json(merged.result()).items()})
 
 
-def rlds_step_problems(root: Path) -> list[str]:
-    """The step flags TFDS users cut episodes with, against each episode's length and success, and the task each
-    step states."""
+def rlds_step_problems(root: Path, collection: dict) -> list[str]:
+    """The step flags TFDS users cut episodes with, against each episode's length and success, and the instruction
+    each step states (what the collection draws for the episode's seed)."""
     found = []
     for shard in rlds.shards(root):
         for record in tfrecord.read_records(shard):
@@ -219,9 +218,10 @@ def rlds_step_problems(root: Path) -> list[str]:
                       f"a success's last step, 1 everywhere)" for flag, values in want.items()
                       if not np.array_equal(np.asarray(example[f"steps/{flag}"], np.float64),
                                             values.astype(np.float64))]
-            if example.get("steps/language_instruction") != [TASK.encode()] * length:
-                found.append(f"{shard.name}: episode {index}'s steps/language_instruction is not the task "
-                             f"({TASK!r}) on each of its {length} steps")
+            task, _ = instructions.episode_task(collection, int(example["episode_metadata/seed"][0]))
+            if example.get("steps/language_instruction") != [task.encode()] * length:
+                found.append(f"{shard.name}: episode {index}'s steps/language_instruction is not its instruction "
+                             f"({task!r}) on each of its {length} steps")
     return found
 
 

@@ -49,6 +49,10 @@ class EpisodeData:
     source: int | None = None
     # varied collections (--appearance): how its frames were drawn (env/appearance.py); None: gym-pusht's own look
     appearance: Appearance | None = None
+    # its language instruction (datasets_io/instructions.py) and that sentence's index among the collection's; None:
+    # the one fixed task, as every dataset before instruction variation
+    task: str = TASK
+    task_index: int | None = None
 
     @property
     def length(self) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from common import parallel
-from datasets_io import formats
+from datasets_io import formats, instructions
 from datasets_io.collection.perturbation import DriverFactory, Perturbation, PerturbedRollout
 from datasets_io.episode import EpisodeData, EpisodeRecorder
 from env import appearance
@@ -34,6 +34,7 @@ class Job:
     formats: tuple[str, ...] = ()  # what the episodes are written as: the worker prepares what those writers need
     use_video: bool = True
     appearance: str = "none"  # the level each episode's look is drawn at, from its seed (env/appearance.py)
+    instructions: tuple[str, ...] | None = None  # the sentences an episode's instruction is drawn from (None: fixed)
 
 
 class Collector:
@@ -46,7 +47,8 @@ class Collector:
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
 
     def __call__(self, seed: int) -> EpisodeData:
-        return formats.prepare(self.record(seed), self.job.formats, self.job.use_video)
+        return formats.prepare(instructed(self.record(seed), self.job.instructions), self.job.formats,
+                               self.job.use_video)
 
     def record(self, seed: int) -> EpisodeData:
         base = self.job.policy or random_policy(seed, 2)
@@ -66,6 +68,12 @@ class Collector:
         episode = self.recorder(rollout, seed, look)
         return replace(episode, action=rollout.labels.array(), executed=episode.action,
                        imitate=np.array(rollout.imitate, dtype=bool))
+
+
+def instructed(episode: EpisodeData, sentences: tuple[str, ...] | None) -> EpisodeData:
+    """The episode with the instruction its seed draws from `sentences` (None: the fixed task, unchanged)."""
+    index = instructions.task_index(sentences, episode.seed)
+    return episode if index is None else replace(episode, task=sentences[index], task_index=index)
 
 
 def worker_collector(job: Job) -> Collector:

@@ -13,6 +13,7 @@ from datasets_io import folders, formats, manifest
 from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
+from datasets_io.instructions import resolve, tasks
 from datasets_io.verify import check_metadata
 from env.appearance import LEVELS
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, image_size_problem
@@ -151,6 +152,7 @@ class CollectionRequest:
     max_attempts: int | None = None
     image_size: int | None = None
     appearance: str | None = None  # a level of env/appearance.py (None: the resumed dataset's own, else "none")
+    instructions: str | None = None  # fixed, paraphrase or a file of sentences (None: the resumed one's, else fixed)
     no_video: bool = False
     max_steps: int | None = None
     command: str | None = None  # the command line as typed (collect_dataset.py sets it), recorded with each run
@@ -208,6 +210,10 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and level != record.get("appearance", "none"):
         raise BadInput(f"{str(output)!r} was collected with --appearance {record.get('appearance', 'none')}; --resume "
                        f"must keep it (leave --appearance out)")
+    sentences = record.get("instructions") if args.instructions is None else resolve(args.instructions)
+    if record and sentences != record.get("instructions"):
+        raise BadInput(f"{str(output)!r} was collected with other instructions ({len(tasks(record))} sentence(s)); "
+                       f"--resume must keep them (leave --instructions out)")
     if (problem := image_size_problem(image_size)) is not None:
         raise BadInput(f"--image-size {problem}")
     if not 1 <= max_steps <= MAX_EPISODE_STEPS:
@@ -241,6 +247,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             burst_driver = load_bursts(perturbation.learner, perturbation.learner_exec)
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
-    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level)
+    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level,
+              None if sentences is None else tuple(sentences))
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)

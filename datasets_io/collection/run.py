@@ -45,6 +45,8 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
             # a varied look (env/appearance.py) is recorded; gym-pusht's own leaves the record as it always was
             **({"appearance": plan.job.appearance} if plan.job.appearance != "none" else {}),
+            # the sentences an episode's instruction is drawn from (datasets_io/instructions.py); none: the fixed task
+            **({"instructions": list(plan.job.instructions)} if plan.job.instructions else {}),
             "runs": [*plan.collection.get("runs", []), run]}
 
 

@@ -21,6 +21,7 @@ import zarr
 from common.cli import BadInput, first_line
 from common.files import CHECKOUT, sha256_file
 from datasets_io import folders, formats
+from datasets_io.collection.collector import instructed
 from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
@@ -276,10 +277,12 @@ class Rendering:
     use_video: bool
     appearance: str | None = None  # every episode's level (None: each keeps its own)
     varied: bool = False  # whether the output records each episode's appearance (its record names a level)
+    instructions: tuple[str, ...] | None = None  # the record's sentences: each episode's is drawn from its seed
 
 
 def worker_recorder(job: Rendering) -> Callable[[tuple[int, Recorded]], EpisodeData]:
     """A worker's re-recorder (its own env), for the execution seam: (part, episode) -> the episode recorded, with
     what its writers derive from the frames already computed."""
     env = make_env(PUSHT_ENV_ID, observation_width=job.image_size, observation_height=job.image_size)
-    return lambda item: formats.prepare(rerecord(env, item[1], job), job.names, job.use_video)
+    return lambda item: formats.prepare(instructed(rerecord(env, item[1], job), job.instructions), job.names,
+                                        job.use_video)

@@ -136,7 +136,7 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
                            f"--image-size out")
         keys = (("image_size", "image size"),) if not (source.collected and base.collected) else (
             ("env_id", "env"), ("perturbation", "burst settings"), ("max_steps", "step limit"),
-            ("video", "video choice"), ("image_size", "image size"))
+            ("video", "video choice"), ("image_size", "image size"), ("instructions", "instructions"))
         for key, what in keys:
             if key == "image_size" and image_size is not None:
                 continue
@@ -232,7 +232,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
               "edits": [*(edit for source in inputs for edit in source.collection.get("edits", [])), edit],
               **({"sources": sources} if sources is not None else {})}
     rendering = Rendering(record["image_size"], names, record["video"], args.appearance,
-                          record.get("appearance", "none") != "none")
+                          record.get("appearance", "none") != "none",
+                          None if "instructions" not in record else tuple(record["instructions"]))
     return EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
 
 

@@ -220,20 +220,20 @@ def png_images(encoded: list[bytes]) -> pa.Array:
                                       names=["bytes", "path"])
 
 
-def index_columns(length: int, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
-    """The bookkeeping columns of an episode, which follow from its place in the dataset alone (the writer writes
-    them, `check_metadata` expects them)."""
+def index_columns(length: int, episode_index: int, first_index: int, task_index: int = 0) -> dict[str, np.ndarray]:
+    """The bookkeeping columns of an episode, which follow from its place in the dataset and its instruction's index
+    alone (the writer writes them, `check_metadata` expects them)."""
     frames = np.arange(length, dtype=np.int64)
     done = np.zeros(length, dtype=bool)
     done[-1] = True  # the episode ends after its last action: success or the time limit
     return {"episode_index": np.full(length, episode_index, dtype=np.int64), "frame_index": frames,
             "timestamp": (frames / FPS).astype(np.float32), "next.done": done, "index": first_index + frames,
-            "task_index": np.zeros(length, dtype=np.int64)}
+            "task_index": np.full(length, task_index, dtype=np.int64)}
 
 
 def frame_columns(ep: EpisodeData, episode_index: int, first_index: int) -> dict[str, np.ndarray]:
     """Every per-frame feature except the image, as numpy arrays (the data parquet's and the stats' input)."""
-    index = index_columns(ep.length, episode_index, first_index)
+    index = index_columns(ep.length, episode_index, first_index, ep.task_index or 0)
     extra = {} if ep.executed is None else {EXECUTED_KEY: ep.executed, IMITATE_KEY: ep.imitate}
     return {
         "observation.state": ep.agent_pos,
@@ -421,14 +421,15 @@ def info_problems(root: Path, info: dict, expected: dict, first_video: str | Non
     return json_problems(INFO_PATH, info, expected, why)
 
 
-def episode_problems(path: str, position: int, row: dict) -> list[str]:
-    """An episode entry's number and tasks: episodes are numbered in order and all do the one task."""
+def episode_problems(path: str, position: int, row: dict, task: str = TASK) -> list[str]:
+    """An episode entry's number and tasks: episodes are numbered in order and each lists its one instruction,
+    `task` (datasets_io/instructions.py: what the collection draws for its seed)."""
     problems = []
     if row["episode_index"] != position:
         problems.append(f"{path}: entry {position} is episode {row['episode_index']}, the entries number the "
                         f"episodes 0, 1, ... in order")
-    if row["tasks"] != [TASK]:
-        problems.append(f"{path}: episode {position} lists tasks {row['tasks']}, the dataset's one task is {TASK!r}")
+    if row["tasks"] != [task]:
+        problems.append(f"{path}: episode {position} lists tasks {row['tasks']}, its instruction is {task!r}")
     return problems
 
 

@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.files import atomic_write_bytes
-from datasets_io import lerobot_stats
-from datasets_io.episode import FPS, TASK, EpisodeData
+from datasets_io import instructions, lerobot_stats
+from datasets_io.episode import FPS, EpisodeData
 from datasets_io.formats import lerobot_common as shared
 from datasets_io.formats.lerobot_common import INFO_PATH
 from env.appearance import Appearance
@@ -54,7 +54,6 @@ QUALITY_PATH = "meta/quality.json"
 ANNOTATION_KEY = "annotation.human.action.task_description"
 VIDEO_CODECS = (("libx264", {"g": "2", "crf": "18", "preset": "veryfast"}),)
 V21_STATS = ("min", "max", "mean", "std", "count")  # what lerobot 0.3.3 aggregates
-TASK_LINES = ({"task_index": 0, "task": TASK},)  # meta/tasks.jsonl
 INDEX_KEYS = (*shared.INDEX_KEYS, ANNOTATION_KEY)  # the data columns that follow from an episode's place
 
 
@@ -73,10 +72,15 @@ def new_info(image_size: int, use_video: bool, perturbed: bool) -> dict:
             "features": features(image_size, use_video, perturbed)}
 
 
-def totals(lengths: list[int], use_video: bool) -> dict:
-    """info.json's counts for episodes of `lengths` frames: one task, a chunk folder per CHUNKS_SIZE episodes, a
-    video per episode."""
-    return {"total_episodes": len(lengths), "total_frames": sum(lengths), "total_tasks": 1,
+def task_lines(collection: dict) -> list[dict]:
+    """meta/tasks.jsonl: every instruction the collection's episodes may carry (datasets_io/instructions.py)."""
+    return [{"task_index": i, "task": task} for i, task in enumerate(instructions.tasks(collection))]
+
+
+def totals(lengths: list[int], use_video: bool, tasks: int = 1) -> dict:
+    """info.json's counts for episodes of `lengths` frames: `tasks` instructions, a chunk folder per CHUNKS_SIZE
+    episodes, a video per episode."""
+    return {"total_episodes": len(lengths), "total_frames": sum(lengths), "total_tasks": tasks,
             "total_chunks": _chunk(len(lengths) - 1) + 1, "total_videos": len(lengths) if use_video else 0,
             "splits": shared.train_split(len(lengths))}
 
@@ -150,7 +154,7 @@ class Writer:
         index = len(self.episodes)
         first = sum(row["length"] for row in self.episodes)
         columns = shared.frame_columns(ep, index, first)
-        columns[ANNOTATION_KEY] = np.zeros(ep.length, dtype=np.int64)
+        columns[ANNOTATION_KEY] = columns["task_index"]
         arrays = {key: shared.fixed_list(value) if value.ndim == 2 else pa.array(value)
                   for key, value in columns.items()}
         if not self.use_video:
@@ -171,7 +175,7 @@ class Writer:
         stats = {shared.IMAGE_KEY: ep.image_stats,
                  **{key: lerobot_stats.vector_stats(value) for key, value in columns.items()}}
         self.stats.add(stats)
-        self.episodes.append({"episode_index": index, "tasks": [TASK], "length": ep.length, "seed": ep.seed,
+        self.episodes.append({"episode_index": index, "tasks": [ep.task], "length": ep.length, "seed": ep.seed,
                               "success": ep.success, "max_coverage": ep.max_coverage,
                               **({"source": ep.source} if ep.source is not None else {}),
                               **({"appearance": ep.appearance.to_json()} if ep.appearance is not None else {})})
@@ -181,12 +185,13 @@ class Writer:
         if not self.episodes:
             return
         info = self.info
-        info.update(totals([row["length"] for row in self.episodes], self.use_video))
+        info.update(totals([row["length"] for row in self.episodes], self.use_video,
+                           len(instructions.tasks(collection))))
         if self.use_video and "info" not in info["features"][shared.IMAGE_KEY]:
             info["features"][shared.IMAGE_KEY]["info"] = shared.video_info(self.root / video_path(0))
         _write_jsonl(self.root / EPISODES_PATH, self.episodes)
         _write_lines(self.root / EPISODES_STATS_PATH, self.episodes_stats)
-        _write_jsonl(self.root / TASKS_PATH, list(TASK_LINES))
+        _write_jsonl(self.root / TASKS_PATH, task_lines(collection))
         shared.write_json(self.root / STATS_PATH, _stats_json(self.stats.result()))
         shared.write_json(self.root / MODALITY_PATH, modality())
         shared.write_json(self.root / COLLECTION_PATH, collection)
@@ -247,13 +252,13 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     lengths = [table.num_rows for _, table in data.values()]
     tasks = _jsonl(root / TASKS_PATH)
     info = shared.read_json(root, INFO_PATH)
-    expected = {**new_info(image_size, use_video, perturbed), **totals(lengths, use_video), "total_tasks": len(tasks)}
+    expected = {**new_info(image_size, use_video, perturbed), **totals(lengths, use_video, len(tasks))}
     why = {"total_episodes": f"data/ holds {len(files)} episode files",
            "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)",
            "total_chunks": f"{len(files)} episodes fill {expected['total_chunks']} chunk(s) of {CHUNKS_SIZE}",
            "total_videos": f"the collection stores {'a video per episode' if use_video else 'no video'}"}
     problems = shared.info_problems(root, info, expected, video_path(0) if use_video else None, why)
-    problems += shared.json_problems(TASKS_PATH, tasks, list(TASK_LINES))
+    problems += shared.json_problems(TASKS_PATH, tasks, task_lines(collection))
     problems += shared.json_problems(MODALITY_PATH, shared.read_json(root, MODALITY_PATH), modality())
     stats = [line.get("episode_index") for line in _jsonl(root / EPISODES_STATS_PATH)]
     if stats != list(range(len(episodes))):
@@ -266,7 +271,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
         problems += shared.schema_problems(path, names, info.get("features", {}))
     first = 0  # the episode's first frame in the whole dataset
     for i, row in enumerate(episodes):
-        problems += shared.episode_problems(EPISODES_PATH, i, row)
+        task, task_index = instructions.episode_task(collection, row["seed"])
+        problems += shared.episode_problems(EPISODES_PATH, i, row, task)
         if use_video and not (root / video_path(i)).is_file():
             problems.append(f"{video_path(i)}: missing, the collection stores a video per episode")
         if data_path(i) not in data:
@@ -276,7 +282,7 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
             problems.append(f"{EPISODES_PATH}: episode {i} has length {row['length']}, {data_path(i)} holds "
                             f"{table.num_rows} frames")
         if table.num_rows:
-            index = shared.index_columns(table.num_rows, i, first)
+            index = shared.index_columns(table.num_rows, i, first, task_index)
             problems += shared.index_problems(data_path(i), table, {**index, ANNOTATION_KEY: index["task_index"]}, i)
         first += table.num_rows
     return problems

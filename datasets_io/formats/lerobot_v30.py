@@ -39,8 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datasets_io import lerobot_stats
-from datasets_io.episode import FPS, TASK, EpisodeData, replay
+from datasets_io import instructions, lerobot_stats
+from datasets_io.episode import FPS, EpisodeData, replay
 from datasets_io.formats.lerobot_common import (
     EXECUTED_KEY,
     IMAGE_KEY,
@@ -148,7 +148,7 @@ class _FileIndex:
 FIRST_VIDEO = _FileIndex().path(VIDEO_PATH, video_key=IMAGE_KEY)  # where info.json's video `info` block is read
 
 
-def _tasks_table() -> pa.Table:
+def _tasks_table(tasks: list[str]) -> pa.Table:
     """meta/tasks.parquet as pandas writes lerobot's DataFrame(index=tasks): lerobot reads it with pd.read_parquet
     and looks tasks up by the index, so the schema carries pandas' metadata naming the index column."""
     pandas_meta = {
@@ -163,7 +163,8 @@ def _tasks_table() -> pa.Table:
         ],
         "creator": {"library": "pyarrow", "version": pa.__version__},
     }
-    table = pa.table({"task_index": pa.array([0], pa.int64()), "__index_level_0__": pa.array([TASK], pa.string())})
+    table = pa.table({"task_index": pa.array(range(len(tasks)), pa.int64()),
+                      "__index_level_0__": pa.array(tasks, pa.string())})
     return table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
 
 
@@ -223,7 +224,7 @@ class LeRobotWriter:
         if not self.use_video:
             arrays = {IMAGE_KEY: png_images(ep.png_frames), **arrays}
         table = pa.table(arrays)
-        row = {"episode_index": episode_index, "tasks": [TASK], "length": ep.length, **self._write_data(table),
+        row = {"episode_index": episode_index, "tasks": [ep.task], "length": ep.length, **self._write_data(table),
                "dataset_from_index": first, "dataset_to_index": first + ep.length}
         if self.use_video:
             row.update(self._write_video(ep))
@@ -312,11 +313,11 @@ class LeRobotWriter:
         tables = [*self._tables, *([pa.Table.from_pylist(self._rows)] if self._rows else [])]
         pq.write_table(pa.concat_tables(tables, promote_options="default").combine_chunks(), path, compression="snappy")
         if not (self.root / TASKS_PATH).exists():
-            pq.write_table(_tasks_table(), self.root / TASKS_PATH)
+            pq.write_table(_tasks_table(instructions.tasks(collection)), self.root / TASKS_PATH)
         info = self.info
         info["total_episodes"] += self.added_episodes
         info["total_frames"] += self.added_frames
-        info["total_tasks"] = 1
+        info["total_tasks"] = len(instructions.tasks(collection))
         info["splits"] = train_split(info["total_episodes"])
         if self.use_video and "info" not in info["features"][IMAGE_KEY]:
             info["features"][IMAGE_KEY]["info"] = video_info(self.root / FIRST_VIDEO)
@@ -407,7 +408,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
 
 
 EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index",
-                   "data/file_index"]
+                   "data/file_index", "seed"]
 
 
 VIDEO_COLUMNS = [f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"]
@@ -430,13 +431,14 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     problems = info_problems(root, info, expected, FIRST_VIDEO if use_video else None,
                              {"total_episodes": f"meta/episodes holds {len(episodes)} episodes",
                               "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)"})
-    problems += json_problems(TASKS_PATH, tasks, _tasks_table().to_pylist())
+    problems += json_problems(TASKS_PATH, tasks, _tasks_table(instructions.tasks(collection)).to_pylist())
     for path, (names, _) in data.items():
         problems += schema_problems(path, names, info.get("features", {}))
     end = 0  # where the previous episode ends
     for e, (path, row) in enumerate(episodes):
         first, last = row["dataset_from_index"], row["dataset_to_index"]
-        problems += episode_problems(path, e, row)
+        task, task_index = instructions.episode_task(collection, row["seed"])
+        problems += episode_problems(path, e, row, task)
         if first != end:
             problems.append(f"{path}: episode {e} starts at frame {first}, not at {end} where the one before ends")
         if row["length"] != last - first:
@@ -454,7 +456,7 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
                             f"{starts[file]}:{starts[file] + data[file][1].num_rows}")
         else:
             frames = data[file][1].slice(first - starts[file], last - first)
-            problems += index_problems(file, frames, index_columns(last - first, e, first), e)
+            problems += index_problems(file, frames, index_columns(last - first, e, first, task_index), e)
         end = last
     if end != sum(sizes):
         problems.append(f"{episode_files[-1]}: the episodes end at frame {end}, the data files hold {sum(sizes)} "

@@ -26,7 +26,7 @@ import imageio.v3 as iio
 import numpy as np
 
 from common.files import atomic_write_bytes
-from datasets_io.episode import TASK, EpisodeData
+from datasets_io.episode import EpisodeData
 from datasets_io.formats import lerobot_common, tfrecord
 from datasets_io.formats.lerobot_common import json_problems, read_json, settings
 
@@ -91,7 +91,7 @@ def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
         "steps/is_first": np.arange(ep.length) == 0,
         "steps/is_last": last,
         "steps/is_terminal": last & ep.success,
-        "steps/language_instruction": [TASK.encode()] * ep.length,
+        "steps/language_instruction": [ep.task.encode()] * ep.length,
         "episode_metadata/seed": np.array([ep.seed]),
         "episode_metadata/success": np.array([ep.success]),
         "episode_metadata/max_coverage": np.array([ep.max_coverage], dtype=np.float32),

@@ -29,6 +29,7 @@ import zarr
 from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
 from datasets_io.episode import EpisodeData
 from datasets_io.formats.lerobot_common import settings, varied
+from datasets_io.instructions import task_index
 from env.appearance import VECTOR_SIZE, Appearance
 
 IMAGE_CHUNK = 100  # frames per img chunk
@@ -54,6 +55,7 @@ COPIED_POLICY = "none: the replay zarr's own episodes (no seeds)"  # a merge's s
 
 SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
 VARIED = {"episode_appearance": ((VECTOR_SIZE,), "f8")}  # varied looks: each episode's Appearance.to_vector()
+INSTRUCTED = {"episode_instruction": "i8"}  # varied instructions: each episode's index in the record's "instructions"
 
 
 def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
@@ -103,6 +105,11 @@ class ZarrWriter:
                 meta.zeros("episode_source", shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=SOURCED["episode_source"],
                            compressor=None)
             meta["episode_source"].append(np.array([ep.source]))
+        if ep.task_index is not None:
+            if "episode_instruction" not in meta:
+                meta.zeros("episode_instruction", shape=(0,), chunks=(LOWDIM_CHUNK,),
+                           dtype=INSTRUCTED["episode_instruction"], compressor=None)
+            meta["episode_instruction"].append(np.array([ep.task_index]))
         if ep.appearance is not None:
             if "episode_appearance" not in meta:
                 shape, dtype = VARIED["episode_appearance"]
@@ -274,7 +281,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     group = zarr.open_group(str(root), mode="r")
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
     problems = _attribute_problems(group) + _array_problems(group, "data", data_specs)
-    meta_specs = {name: ((), dtype) for name, dtype in {**META, **(SOURCED if "sources" in collection else {})}.items()}
+    meta_specs = {name: ((), dtype) for name, dtype in {**META, **(SOURCED if "sources" in collection else {}),
+                                                        **(INSTRUCTED if "instructions" in collection else {})}.items()}
     problems += _array_problems(group, "meta", {**meta_specs, **(VARIED if varied(collection) else {})})
     meta = group["meta"]
     ends = read_array(meta["episode_ends"]).astype(np.int64)
@@ -287,6 +295,13 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
         success = read_array(meta["episode_success"]) if "episode_success" in meta else []
         seeds = read_array(meta["episode_seed"]) if "episode_seed" in meta else np.zeros(0, np.int64)
         problems += _length_problems(steps, success, collection["max_steps"], seeds)
+        if "episode_instruction" in meta and "instructions" in collection:
+            stored = read_array(meta["episode_instruction"])
+            wanted = [task_index(collection["instructions"], int(seed)) for seed in seeds]
+            wrong = [e for e, (a, b) in enumerate(zip(stored, wanted, strict=False)) if a != b]
+            if wrong:
+                problems.append(f"meta/episode_instruction: episode {wrong[0]} names instruction "
+                                f"{stored[wrong[0]]}, its seed draws {wanted[wrong[0]]}")
     frames = int(ends[-1]) if len(ends) else 0
     for part, count, what in (("data", frames, f"meta/episode_ends ends at frame {frames}"),
                               ("meta", len(ends), f"meta/episode_ends has {len(ends)} episodes")):

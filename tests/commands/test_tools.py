@@ -75,7 +75,7 @@ def test_plot_scaling_merges_reports_and_filters_rows(tmp_path):
     assert "4 series points" in result.stdout and out.read_bytes()[:4] == b"\x89PNG"  # 12000 frames drawn once
     merged = most_seeded(sweep["imitation"]["summary"] + human["imitation"]["summary"])
     # the 3-seed point, not the 1-seed one
-    assert merged[("ours", 12000, "flow", 8, None)]["success_rate"]["mean"] == 0.6
+    assert merged[("ours", 12000, "flow", 8, None, None)]["success_rate"]["mean"] == 0.6
     none = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out), "--learner", "x")
     assert none.returncode == 2 and "no rows" in none.stderr
     again = run_script("tools/plot_scaling.py", str(tmp_path / "sweep.json"), "--output", str(out))

@@ -193,7 +193,7 @@ EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "zarr array attribute": ("zarr", lambda r: zarr.open_group(str(r), mode="a")["data/img"].attrs
                              .update(notes="x"), "data/img/.zattrs: the attributes ['notes']"),
     "rlds language_instruction": ("rlds", rewrite_instruction,
-                                  "episode 0's steps/language_instruction is not the task"),
+                                  "episode 0's steps/language_instruction is not its instruction"),
 }
 MERGED_EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {  # of a merged dataset's provenance
     "source policy_sha256": ("lerobot-v2.1", lambda r: edit_record(
