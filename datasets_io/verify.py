@@ -167,7 +167,7 @@ def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]
     if recorded != appearance.draw(recorded.level, seed):
         return None, (f"its recorded appearance is not what seed {seed} draws at level {recorded.level!r} (an edited "
                       f"parameter)")
-    return appearance.look(recorded.level, seed), ""
+    return (None if recorded.level == "none" else recorded), ""  # what the seed draws, already drawn above
 
 
 def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: LabelSource | None = None) -> Report:

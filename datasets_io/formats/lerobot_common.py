@@ -374,10 +374,13 @@ def varied(collection: dict) -> bool:
     return collection.get("appearance", "none") != "none"
 
 
-def appearance_of(text: object, where: str) -> Appearance:
-    """An episode's appearance as LeRobot v3.0 and RLDS store it (one line of JSON); ValueError naming `where`."""
+def appearance_of(stored: object, where: str) -> Appearance:
+    """An episode's appearance as a format stores it (LeRobot v3.0 and RLDS: one line of JSON; v2.1: the JSON object
+    itself); ValueError naming `where`."""
     try:
-        return Appearance.loads(text if isinstance(text, str | bytes) else "")
+        if isinstance(stored, dict):
+            return Appearance.from_json(stored)
+        return Appearance.loads(stored if isinstance(stored, str | bytes) else "")
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from None
 

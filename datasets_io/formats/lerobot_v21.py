@@ -38,7 +38,6 @@ from datasets_io import instructions, lerobot_stats
 from datasets_io.episode import FPS, EpisodeData
 from datasets_io.formats import lerobot_common as shared
 from datasets_io.formats.lerobot_common import INFO_PATH
-from env.appearance import Appearance
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000
@@ -221,10 +220,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     for row in _jsonl(root / EPISODES_PATH):
         index = row["episode_index"]
         if "appearance" in row:
-            try:
-                row["appearance"] = Appearance.from_json(row["appearance"])
-            except (ValueError, AttributeError) as err:
-                raise ValueError(f"{EPISODES_PATH}: episode {index}: {err}") from None
+            row["appearance"] = shared.appearance_of(row["appearance"], f"{EPISODES_PATH}: episode {index}")
         wanted = columns + ([shared.IMAGE_KEY] if images and not use_video else [])
         table = shared.read_parquet(root, data_path(index), wanted)
         episode = {name: shared.column_numpy(table.column(name)) for name in columns}
