@@ -79,6 +79,7 @@ class Report:
     mismatches: list[str] = field(default_factory=list)
     failed: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # (episode index, seed) → its problems
     seedless: int = 0  # episodes copied from a replay zarr without seeds: nothing to replay them from
+    redrawn: int = 0  # of those, the ones drawn again from their states with a varied look (their images checked)
 
     def mismatch(self, facts: dict, problem: str) -> None:
         """One episode's problem: a line for the user, and kept by episode for a report to list."""
@@ -87,7 +88,8 @@ class Report:
 
     def summary(self) -> str:
         errors = ", ".join(f"{key} {value:.2g}" for key, value in self.max_error.items())
-        unreplayed = f" ({self.seedless} without a seed, not replayed)" if self.seedless else ""
+        redrawn = f"; {self.redrawn} re-rendered from their states" if self.redrawn else ""
+        unreplayed = f" ({self.seedless} without a seed, not replayed{redrawn})" if self.seedless else ""
         return (f"{counted(self.episodes, 'episode')}{unreplayed}, {counted(self.frames, 'frame')}; max |error|: "
                 f"{errors or 'none replayed'}")
 
@@ -150,6 +152,26 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
             + card.card_problems(root, fmt, collection))  # last: a card differs where its inputs do
 
 
+def _check_seedless(report: Report, env: gym.Env, facts: dict, recorded: dict, collection: dict) -> None:
+    """An episode copied from a replay zarr has no seed to replay; one drawn again with a varied look (edit_dataset.py
+    convert --appearance) is held to the renders of its own stored states with its recorded appearance, exactly."""
+    report.seedless += 1
+    report.episodes += 1
+    report.frames += facts["length"]
+    look = facts.get("appearance")
+    if look is None or look.level == "none":
+        if look is None and varied(collection):
+            report.mismatch(facts, f"records no appearance, yet the collection's looks vary "
+                                   f"({collection['appearance']})")
+        return  # the copied frames: covered by the checksums only
+    if not varied(collection) or collection["appearance"] not in (MIXED, look.level):
+        report.mismatch(facts, f"its recorded appearance is of level {look.level!r}, the collection's "
+                               f"{collection.get('appearance', 'none')!r}")
+        return
+    report.redrawn += 1
+    _check_images(report, facts, recorded["image"], appearance.render_states(env, recorded["state"], look), 0.0)
+
+
 def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]:
     """(the look an episode is rendered with, what is wrong with its record): a varied collection's episodes each
     record their appearance (env/appearance.py), which must be exactly what the episode's seed draws at the level
@@ -189,9 +211,7 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
         interrupts.check()
         episode_stats = next(stored_stats, None) if stored_stats is not None else None
         if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":
-            report.seedless += 1
-            report.episodes += 1
-            report.frames += facts["length"]
+            _check_seedless(report, env, facts, recorded, collection)
             continue
         if len(recorded["action"]) != facts["length"]:
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")

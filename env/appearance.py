@@ -228,6 +228,19 @@ def _camera(appearance: Appearance) -> np.ndarray:
     return matrix
 
 
+def place(pusht: gym.Env, state: np.ndarray) -> None:
+    """Put the agent and block of the unwrapped PushT env `pusht` where a recorded frame's `state` (agent x, y, block
+    x, y, angle) has them, without running the physics: what a frame of an episode without a seed (the human
+    reference) is drawn from. The angle goes first: pymunk turns a body about its centre of gravity, which would move
+    a position set before it."""
+    pusht.agent.position = (float(state[0]), float(state[1]))
+    pusht.block.angle = float(state[4])
+    pusht.block.position = (float(state[2]), float(state[3]))
+    for body in (pusht.agent, pusht.block):
+        for shape in body.shapes:
+            shape.cache_bb()  # the drawn outline follows the body
+
+
 def render(pusht: gym.Env, appearance: Appearance | None, size: int | None = None) -> np.ndarray:
     """The observation render of the unwrapped PushT env `pusht` as it stands, at `size` px (default: its
     observation size), with `appearance`; None or `none` is gym-pusht's own render, byte for byte."""
@@ -266,3 +279,17 @@ def render(pusht: gym.Env, appearance: Appearance | None, size: int | None = Non
     image = cv2.resize(board, (side, side)).astype(np.float32)
     image = (image - 127.5) * appearance.contrast + 127.5 + appearance.brightness
     return np.clip(np.rint(image), 0, 255).astype(np.uint8)
+
+
+def render_states(env: gym.Env, states: np.ndarray, look: Appearance | None) -> np.ndarray:
+    """The renders of recorded states (agent x, y, block x, y, angle per row) with `look`, at the observation size
+    of `env` (a PushT env, reset here so that its bodies exist): frames drawn again without replaying anything."""
+    env.reset(seed=0)
+    pusht = env.unwrapped
+    images = []
+    for state in states:
+        place(pusht, state)
+        images.append(render(pusht, look))
+    if not images:
+        return np.zeros((0, pusht.observation_height, pusht.observation_width, 3), np.uint8)
+    return np.stack(images)

@@ -251,12 +251,12 @@ def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recor
 
 def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
     """The episode as a collection records it, replayed from its seed and executed targets in `env` (rendering at
-    the output's size, with its own look or the one `job` names); an episode without a seed as it was copied."""
+    the output's size, with its own look or the one `job` names); an episode without a seed as `restyled` says."""
+    if episode.frames is not None:
+        return restyled(env, episode, job)
     look = episode.appearance if job.appearance is None else appearance.draw(job.appearance, episode.seed)
     if look is None and job.varied:
         look = Appearance()  # gym-pusht's own, recorded as such among varied episodes
-    if episode.frames is not None:
-        return replace(episode.frames, source=episode.source, appearance=look)
     sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True,
                  look=look)
     return EpisodeData(seed=episode.seed, success=episode.success, max_coverage=episode.max_coverage,
@@ -266,6 +266,20 @@ def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
                        reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
                        executed=episode.executed, imitate=episode.imitate, source=episode.source,
                        appearance=look if job.varied else None)
+
+
+def restyled(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
+    """An episode without a seed: its frames as copied, unless `job` asks for another look; then every frame is drawn
+    again from the state stored with it (no physics runs: its states, targets and contacts stay the copied ones),
+    with the look drawn from its index in its input, as it has no seed. gym-pusht's own look, asked of an episode
+    that has it, keeps the frames themselves."""
+    own = episode.appearance if episode.appearance is not None and episode.appearance.level != "none" else None
+    if job.appearance is None or (job.appearance == "none" and own is None):
+        return replace(episode.frames, source=episode.source, appearance=(own or Appearance()) if job.varied else None)
+    look = appearance.look(job.appearance, episode.index)
+    states = np.concatenate([episode.frames.agent_pos, episode.frames.block_pose], axis=1)
+    return replace(episode.frames, image=appearance.render_states(env, states, look), source=episode.source,
+                   appearance=(look or Appearance()) if job.varied else None)
 
 
 @dataclass(frozen=True)

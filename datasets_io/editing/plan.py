@@ -120,16 +120,13 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
                     appearance: str | None = None) -> dict:
     """The collection settings of the output: the inputs' (which must agree), at `image_size` if given, and its
     look: `appearance` if given, else the inputs' level (MIXED where they differ). Episodes without a seed (a replay
-    zarr's) cannot be re-rendered: they go to zarr only, at their own size and look."""
+    zarr's) cannot be replayed: they go to zarr only, at their own size, drawn again from their states for a look."""
     base = next((source for source in inputs if source.collected), inputs[0])
     for source in inputs:
         if source.seedless and names != ("zarr",):
             raise BadInput(f"{str(source.path)!r} holds episodes without a seed (a replay zarr such as the human "
                            f"reference): they are copied as they are, into zarr only (the other formats store "
                            f"rewards it lacks); pass --format zarr")
-        if source.seedless and appearance not in (None, "none"):
-            raise BadInput(f"{str(source.path)!r} holds episodes without a seed, which cannot be re-rendered with "
-                           f"another look; leave --appearance out")
         if source.seedless and image_size not in (None, source.collection["image_size"]):
             raise BadInput(f"{str(source.path)!r} holds episodes without a seed, which cannot be re-rendered at "
                            f"another size: they are copied at their own {source.collection['image_size']} px; leave "

@@ -22,7 +22,8 @@ import dataset_report
 import edit_dataset
 from datasets_io import manifest
 from datasets_io.readers import open_demonstrations
-from env.appearance import Appearance, draw
+from env.appearance import Appearance, draw, render_states
+from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
 TINY = ["--policy", "random", "--keep-failures", "--max-steps", "8", "--episodes", "2", "--appearance", "full"]
 
@@ -189,3 +190,36 @@ def test_the_report_and_its_page_show_the_appearance_mix(plain: Path, varied: Pa
     assert stats[0]["appearance"] == {"none": 2, "full": 2} and "appearance" not in stats[1]
     html = page.read_text()
     assert "none 2, full 2" in html and "none (gym-pusht&#x27;s own)" in html
+
+
+HUMAN = Path(__file__).resolve().parents[3] / "shared" / "reference" / "pusht_human_dp.zarr"
+
+
+@pytest.mark.skipif(not HUMAN.is_dir(), reason="the human reference is not on this machine")
+def test_the_human_reference_is_drawn_again_from_its_states_with_a_look(tmp_path: Path, capsys) -> None:
+    """Episodes without a seed take a look by drawing every frame from its stored state: the states and targets are
+    the human ones, the look is what the episode's index in the reference draws, gym-pusht's own look drawn the same
+    way is the human frames to a fraction of a level, and --verify holds the frames to the recorded look."""
+    out = tmp_path / "human_full"
+    code, _, err = run(edit_dataset.main, ["select", str(HUMAN), "--episodes", "1:3", "--appearance", "full",
+                                           "--output", str(out)], capsys)
+    assert code == 0, err
+    ours = list(open_demonstrations(out, images=True)[2])
+    human = [episode for e, episode in zip(range(3), open_demonstrations(HUMAN, images=True)[2])][1:]
+    assert looks(out) == [draw("full", 1), draw("full", 2)]
+    for a, b in zip(ours, human, strict=True):
+        np.testing.assert_array_equal(a.action, b.action)
+        np.testing.assert_array_equal(a.keypoints, b.keypoints)
+        assert np.abs(a.image.astype(float) - b.image).mean() > 10  # another look
+    code, text, _ = run(collect_dataset.main, ["--verify", str(out)], capsys)
+    assert code == 0 and "2 re-rendered from their states" in text, text
+    env = make_env(PUSHT_ENV_ID, observation_width=96, observation_height=96)
+    group = zarr.open_group(str(HUMAN), mode="r")
+    start, end = group["meta/episode_ends"][0], group["meta/episode_ends"][1]
+    plain = render_states(env, group["data/state"][start:end], None)
+    assert np.abs(plain.astype(float) - human[0].image).mean(axis=(1, 2, 3)).max() < 0.5
+    # an edited parameter, the manifest re-hashed: the frames are no longer the states' renders with it
+    change_first_look(out, "zarr", _brighter)
+    manifest.write(out)
+    code, text, _ = run(collect_dataset.main, ["--verify", str(out)], capsys)
+    assert code == 1 and "image frame 0 differs" in text, text
