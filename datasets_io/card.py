@@ -7,7 +7,8 @@ record, its quality from the motion statistics stored with it (fps is the env's 
 do not store); the human reference's statistics and the shipped demonstrator's protocol figure are quoted from the
 records this repository ships (`REFERENCE_RECORD`, `POLICY_RECORD`). Written before the manifest, so
 `manifest.json` lists it, and rewritten by a `--resume`. `card_problems` (`--verify`'s metadata check) writes the
-card again from the same inputs and holds the file to it byte for byte: a card is never edited by hand.
+card again from the same inputs and holds the file to it byte for byte: a card is never edited by hand. A varied
+dataset's card shows its strip of examples (datasets_io/strip.py), checked the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import zarr
 
 from common.files import CHECKOUT, atomic_write_bytes, sha256_file
+from datasets_io import strip
 from datasets_io.derived import stored_quality
 from datasets_io.episode import FPS, TASK
 from datasets_io.formats import lerobot_common, rlds
@@ -179,6 +181,8 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               + (f" Recovery demonstrations: {json.dumps(perturbation, sort_keys=True)}; `action` is the clean "
                  f"demonstrator's label." if perturbation else "")
               + (f" {policy_note}" if policy_note else "") + _appearance_sentence(fmt, collection), "",
+              *([f"![The first frame of each of its first episodes (up to {strip.STRIP_EPISODES}), each in its own "
+                 f"look]({strip.STRIP_NAME})", ""] if strip.wanted(collection) else []),
               *_edit_lines(collection)]
     header = ("", name) + (("human reference",) if reference else ())
     rows = [("episodes / frames", f"{quality['episodes']:,} / {quality['frames']:,}",
@@ -300,8 +304,9 @@ def card_bytes(root: Path, name: str, fmt: str, collection: dict, quality: dict,
 
 
 def write_card(root: Path, name: str, fmt: str, collection: dict, quality: dict, siblings: list[str]) -> None:
-    """Write (or rewrite, on --resume) the card of the dataset at `root`."""
+    """Write (or rewrite, on --resume) the card of the dataset at `root`, and a varied dataset's strip of examples."""
     atomic_write_bytes(root / CARD_NAME, card_bytes(root, name, fmt, collection, quality, siblings))
+    strip.write_strip(root, fmt, collection)
 
 
 def card_counts(text: str) -> dict[str, int]:
@@ -335,9 +340,9 @@ def card_problems(root: Path, fmt: str, collection: dict) -> list[str]:
     except (KeyError, TypeError, ValueError, ArithmeticError) as err:  # inputs edited out of shape
         return [f"{CARD_NAME}: cannot be written again from the collection record and the stored quality figures "
                 f"({type(err).__name__}: {err})"]
-    if found == expected:
-        return []
-    return [f"{CARD_NAME}: {_difference(found.decode(errors='replace'), expected.decode())}"]
+    if found != expected:
+        return [f"{CARD_NAME}: {_difference(found.decode(errors='replace'), expected.decode())}"]
+    return strip.strip_problems(root, fmt, collection)
 
 
 def _difference(found: str, expected: str) -> str:

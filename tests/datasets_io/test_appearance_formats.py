@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import imageio.v3 as iio
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +21,7 @@ from test_verify_derived import rewrite_rlds
 import collect_dataset
 import dataset_report
 import edit_dataset
-from datasets_io import manifest
+from datasets_io import card, manifest, strip
 from datasets_io.readers import open_demonstrations
 from env.appearance import Appearance, draw, render_states
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
@@ -223,3 +224,40 @@ def test_the_human_reference_is_drawn_again_from_its_states_with_a_look(tmp_path
     manifest.write(out)
     code, text, _ = run(collect_dataset.main, ["--verify", str(out)], capsys)
     assert code == 1 and "image frame 0 differs" in text, text
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_the_card_shows_a_strip_of_each_episodes_first_frame(varied: Path, fmt: str) -> None:
+    root = varied / fmt
+    assert f"]({strip.STRIP_NAME})" in (root / card.CARD_NAME).read_text()
+    tiles = np.split(iio.imread(root / strip.STRIP_NAME), 2, axis=1)
+    first = [episode.image[0] for episode in open_demonstrations(varied / "zarr", images=True)[2]]
+    assert all(np.array_equal(tile, frame) for tile, frame in zip(tiles, first, strict=True))
+
+
+def _one_level_off(path: Path) -> None:
+    pixels = iio.imread(path).copy()
+    pixels[5, 5, 0] ^= 1
+    iio.imwrite(path, pixels)
+
+
+STRIP_EDITS: dict[str, Callable[[Path], None]] = {
+    "a pixel changed": _one_level_off,
+    "tiles swapped": lambda path: iio.imwrite(path, np.concatenate(np.split(iio.imread(path), 2, axis=1)[::-1], 1)),
+    "deleted": lambda path: path.unlink(),
+    "not a PNG": lambda path: path.write_bytes(b"not an image"),
+}
+
+
+@pytest.mark.parametrize("edit", STRIP_EDITS)
+def test_an_edited_strip_fails_verify_with_the_manifest_rehashed(varied: Path, tmp_path: Path, capsys,
+                                                                 edit: str) -> None:
+    root = Path(shutil.copytree(varied / "rlds", tmp_path / "rlds"))
+    STRIP_EDITS[edit](root / strip.STRIP_NAME)
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1 and "checksums OK" in out and f"METADATA {strip.STRIP_NAME}" in out, out
+
+
+def test_a_plain_dataset_has_no_strip(plain: Path) -> None:
+    assert not (plain / strip.STRIP_NAME).exists() and strip.STRIP_NAME not in (plain / card.CARD_NAME).read_text()
