@@ -163,8 +163,10 @@ INPUT_STATES: list[tuple[State, str, tuple[set[int], set[int], set[int]]]] = [
 ]
 OUTPUT_COMMANDS = {  # the command line writing to the given path (`ds`: a finished dataset beside it)
     "collect": ("collect_dataset", ["--policy", "random", "--episodes", "2", "--keep-failures", "--max-steps", "10",
-                                    "--format", "zarr", "--output", "{path}"]),
-    "edit select": ("edit_dataset", ["select", "ds", "--episodes", "0:2", "--output", "{path}"]),
+                                    "--format", "zarr", "--appearance", "full", "--instructions", "paraphrase",
+                                    "--output", "{path}"]),
+    "edit select": ("edit_dataset", ["select", "ds", "--episodes", "0:2", "--appearance", "colors", "--output",
+                                     "{path}"]),
     "edit split": ("edit_dataset", ["split", "ds", "--fractions", "a=0.5", "b=0.5", "--output", "{path}"]),
 }
 INPUT_COMMANDS = {  # the command line reading the given path
