@@ -7,6 +7,7 @@ import json
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 
 import imageio.v3 as iio
@@ -206,7 +207,7 @@ def test_the_human_reference_is_drawn_again_from_its_states_with_a_look(tmp_path
                                            "--output", str(out)], capsys)
     assert code == 0, err
     ours = list(open_demonstrations(out, images=True)[2])
-    human = [episode for e, episode in zip(range(3), open_demonstrations(HUMAN, images=True)[2])][1:]
+    human = list(islice(open_demonstrations(HUMAN, images=True)[2], 1, 3))
     assert looks(out) == [draw("full", 1), draw("full", 2)]
     for a, b in zip(ours, human, strict=True):
         np.testing.assert_array_equal(a.action, b.action)
