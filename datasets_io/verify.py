@@ -158,24 +158,19 @@ def _check_seedless(report: Report, env: gym.Env, facts: dict, recorded: dict, c
     report.seedless += 1
     report.episodes += 1
     report.frames += facts["length"]
-    look = facts.get("appearance")
-    if look is None or look.level == "none":
-        if look is None and varied(collection):
-            report.mismatch(facts, f"records no appearance, yet the collection's looks vary "
-                                   f"({collection['appearance']})")
-        return  # the copied frames: covered by the checksums only
-    if not varied(collection) or collection["appearance"] not in (MIXED, look.level):
-        report.mismatch(facts, f"its recorded appearance is of level {look.level!r}, the collection's "
-                               f"{collection.get('appearance', 'none')!r}")
-        return
-    report.redrawn += 1
-    _check_images(report, facts, recorded["image"], appearance.render_states(env, recorded["state"], look), 0.0)
+    look, problem = episode_look(facts, collection)
+    if problem:
+        report.mismatch(facts, problem)
+    elif look is not None:  # else the copied frames: covered by the checksums only
+        report.redrawn += 1
+        _check_images(report, facts, recorded["image"], appearance.render_states(env, recorded["state"], look), 0.0)
 
 
 def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]:
     """(the look an episode is rendered with, what is wrong with its record): a varied collection's episodes each
     record their appearance (env/appearance.py), which must be exactly what the episode's seed draws at the level
-    it names (the collection's level, unless a merge mixed several); a plain collection's record none."""
+    it names (the collection's level, unless a merge mixed several; an episode without a seed has nothing to draw
+    it from); a plain collection's record none."""
     recorded, seed = facts.get("appearance"), facts["seed"]
     if recorded is None:
         if varied(collection):
@@ -186,10 +181,10 @@ def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]
     if collection["appearance"] != MIXED and recorded.level != collection["appearance"]:
         return None, (f"its recorded appearance is of level {recorded.level!r}, the collection's "
                       f"{collection['appearance']!r}")
-    if recorded != appearance.draw(recorded.level, seed):
+    if seed != zarr_replay.NO_SEED and recorded != appearance.draw(recorded.level, seed):
         return None, (f"its recorded appearance is not what seed {seed} draws at level {recorded.level!r} (an edited "
                       f"parameter)")
-    return (None if recorded.level == "none" else recorded), ""  # what the seed draws, already drawn above
+    return (None if recorded.level == "none" else recorded), ""
 
 
 def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: LabelSource | None = None) -> Report:

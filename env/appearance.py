@@ -290,6 +290,4 @@ def render_states(env: gym.Env, states: np.ndarray, look: Appearance | None) -> 
     for state in states:
         place(pusht, state)
         images.append(render(pusht, look))
-    if not images:
-        return np.zeros((0, pusht.observation_height, pusht.observation_width, 3), np.uint8)
     return np.stack(images)
