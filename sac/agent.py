@@ -43,6 +43,9 @@ class SACHyperParams:
     brn_warmup: int = 100_000  # CrossQ: critic updates during which batch renormalisation is plain batch norm
     policy_delay: int = 1  # actor and α are updated on every policy_delay-th update (the first included)
     adam_beta1: float = 0.9  # Adam's β1 for every optimiser (CrossQ's paper: 0.5)
+    # > 0: a Polyak average of the actor's weights at this rate per actor step is the policy (deterministic actions,
+    # the saved policy); the live actor still explores. Averaging steadies a policy whose last details swing.
+    actor_ema: float = 0.0
 
     def validate(self) -> None:
         """ValueError, one line naming the setting, for a value the agent cannot train with."""
@@ -59,6 +62,8 @@ class SACHyperParams:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        if not 0.0 <= self.actor_ema <= 1.0:
+            raise ValueError(f"actor_ema must be in [0, 1] (0: off), got {self.actor_ema}")
         if not 0.0 <= self.adam_beta1 < 1.0:
             raise ValueError(f"adam_beta1 must be in [0, 1), got {self.adam_beta1}")
         if self.cuda_graph and self.compile:
@@ -93,6 +98,7 @@ class SACAgent:
         if self.hp.cuda_graph and self.device.type != "cuda":
             raise ValueError(f"cuda_graph needs a CUDA device, not {self.device}")
         self.actor = GaussianActor(obs_dim, act_dim, self.hp.hidden_dim).to(self.device)
+        self.actor_avg = make_target(self.actor) if self.hp.actor_ema > 0 else None
         self.critic = TwinQ(obs_dim, act_dim, self.hp.hidden_dim, self.hp.layer_norm, batch_renorm=self.hp.crossq,
                             brn_warmup=self.hp.brn_warmup).to(self.device)
         self.critic_target = None if self.hp.crossq else make_target(self.critic)
@@ -113,6 +119,17 @@ class SACAgent:
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.detach().exp()
 
+    @property
+    def policy(self) -> GaussianActor:
+        """The actor that deterministic actions and a saved policy use: the averaged one when `actor_ema` > 0."""
+        return self.actor if self.actor_avg is None else self.actor_avg
+
+    def set_lr(self, lr: float) -> None:
+        """The learning rate of every optimiser from the next step on (a trainer's schedule)."""
+        for opt in (self.actor_opt, self.critic_opt, self.alpha_opt):
+            for group in opt.param_groups:
+                group["lr"] = lr
+
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Action(s) in [-1, 1] for one observation (obs_dim,) or a batch (N, obs_dim)."""
@@ -120,7 +137,7 @@ class SACAgent:
         single = obs_t.dim() == 1
         if single:
             obs_t = obs_t.unsqueeze(0)
-        action = self.actor.deterministic(obs_t) if deterministic else self.actor.sample(obs_t)[0]
+        action = self.policy.deterministic(obs_t) if deterministic else self.actor.sample(obs_t)[0]
         action = action.cpu().numpy()
         return action[0] if single else action
 
@@ -195,6 +212,8 @@ class SACAgent:
             loss_actor = actor_loss(log_prob, self.critic(batch.obs, new_action).float(), alpha)
         self._clip_and_step(loss_actor, self.actor, self.actor_opt)
         self.critic.requires_grad_(True)
+        if self.actor_avg is not None:
+            polyak_update(self.actor, self.actor_avg, self.hp.actor_ema)
 
         loss_alpha = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_opt.zero_grad(set_to_none=True)
@@ -208,6 +227,7 @@ class SACAgent:
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),  # with CrossQ also the running normalisation statistics
             **({} if self.critic_target is None else {"critic_target": self.critic_target.state_dict()}),
+            **({} if self.actor_avg is None else {"actor_avg": self.actor_avg.state_dict()}),
             "log_alpha": self.log_alpha.detach().clone(),
             "actor_opt": self.actor_opt.state_dict(),
             "critic_opt": self.critic_opt.state_dict(),
@@ -221,6 +241,8 @@ class SACAgent:
         self.critic.load_state_dict(state["critic"])
         if self.critic_target is not None:
             self.critic_target.load_state_dict(state["critic_target"])
+        if self.actor_avg is not None:  # a checkpoint from before averaging was on starts the average there
+            self.actor_avg.load_state_dict(state.get("actor_avg", state["actor"]))
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         self.actor_opt.load_state_dict(state["actor_opt"])

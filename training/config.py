@@ -48,6 +48,9 @@ class TrainConfig:
     batch_size: int = 256
     buffer_size: int = 1_000_000
     reward_scale: float = 0.1
+    # > 0: from this env step on, lr falls linearly to lr × lr_decay_to at max_env_steps (0: lr stays constant)
+    lr_decay_from: int = 0
+    lr_decay_to: float = 0.1
     checkpoint_every: int = 50  # episodes
     checkpoint_every_steps: int = 0  # env steps; when > 0 it replaces checkpoint_every
     checkpoint_every_minutes: float = 10.0  # wall-clock minutes; also a checkpoint after that long (0: off)
@@ -74,6 +77,15 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.seed < 2**63:  # torch's generators take a signed 64-bit seed
             raise ConfigError(f"seed must be in [0, 2**63 - 1], got {self.seed}")
+        if self.lr_decay_from:
+            if not 0 < self.lr_decay_from < self.max_env_steps:
+                raise ConfigError(f"lr_decay_from ({self.lr_decay_from}) must lie below max_env_steps "
+                                  f"({self.max_env_steps}), where the decay ends; or 0 for a constant lr")
+            if not 0.0 <= self.lr_decay_to <= 1.0:
+                raise ConfigError(f"lr_decay_to must be in [0, 1], got {self.lr_decay_to}")
+            if self.sac.compile or self.sac.cuda_graph:
+                raise ConfigError("lr_decay_from changes the lr every update, which a compiled or graphed update "
+                                  "holds fixed; drop compile / cuda_graph or set lr_decay_from=0")
         if not self.reward_scale > 0:
             raise ConfigError(f"reward_scale must be > 0, got {self.reward_scale}")
         if self.buffer_size < self.batch_size:

@@ -49,7 +49,7 @@ def checkpoint_state(config: TrainConfig, agent: SACAgent, buffer: ReplayBuffer,
         "recent_returns": list(counters.recent_returns),
         "recent_successes": list(counters.recent_successes),
         "rng": rng_state(),
-        "policy": policy_payload(agent.actor, config.env_id, asdict(config.env), counters.global_step),
+        "policy": policy_payload(agent.policy, config.env_id, asdict(config.env), counters.global_step),
     }
 
 

@@ -56,6 +56,13 @@ def episode_seed(run_seed: int, episode: int) -> int:
     return int(np.random.SeedSequence([run_seed, episode]).generate_state(1)[0])
 
 
+def decayed_lr(lr: float, step: int, decay_from: int, decay_until: int, final_fraction: float) -> float:
+    """lr until `decay_from` env steps, then linearly down to lr × final_fraction at `decay_until`: the late updates
+    take smaller steps, so the policy settles instead of swinging between evaluations."""
+    progress = min(max(step - decay_from, 0) / (decay_until - decay_from), 1.0)
+    return lr * (1.0 - progress * (1.0 - final_fraction))
+
+
 class Trainer:
     """One training run: env, agent, buffer and counters; `train` runs it to its end."""
 
@@ -196,6 +203,9 @@ class Trainer:
         cfg, counters = self.config, self.counters
         if counters.global_step < cfg.update_after or counters.decisions % cfg.update_every:
             return
+        if cfg.lr_decay_from:  # a pure function of the step, so a resumed run continues the same schedule
+            self.agent.set_lr(decayed_lr(cfg.sac.lr, counters.global_step, cfg.lr_decay_from, cfg.max_env_steps,
+                                         cfg.lr_decay_to))
         for _ in range(cfg.num_updates):
             metrics = self.agent.update(self.buffer.sample(cfg.batch_size))
             counters.updates += 1
