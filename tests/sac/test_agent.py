@@ -186,3 +186,55 @@ def test_bf16_update_tracks_the_fp32_update():
     # both actors learned about as far, in about the same direction: a bf16 update that skipped the actor, or
     # moved it elsewhere, fails one of these
     assert 0.7 < moved16 / moved32 < 1.3 and apart < 0.5 * moved32, (moved32, moved16, apart)
+
+
+def test_the_averaged_actor_is_the_polyak_average_of_the_actors_after_each_step_and_acts_deterministically():
+    torch.manual_seed(0)
+    rate = 0.25
+    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32, actor_ema=rate, policy_delay=2))
+    average = [p.detach().clone() for p in agent.actor.parameters()]
+    buffer = filled_buffer()
+    for i in range(5):
+        agent.update(buffer.sample(64))
+        if i % 2 == 0:  # the actor stepped (policy_delay=2): the average moves toward it, and only then
+            average = [a + rate * (p.detach() - a) for a, p in zip(average, agent.actor.parameters(), strict=True)]
+        for a, p in zip(average, agent.actor_avg.parameters(), strict=True):
+            torch.testing.assert_close(p, a, rtol=1e-6, atol=1e-7)
+    obs = np.random.default_rng(2).normal(size=(4, 6)).astype(np.float32)
+    with torch.no_grad():
+        expected = agent.actor_avg.deterministic(torch.as_tensor(obs)).numpy()
+        live = agent.actor.deterministic(torch.as_tensor(obs)).numpy()
+    np.testing.assert_array_equal(agent.act(obs, deterministic=True), expected)
+    assert not np.array_equal(expected, live)
+    assert agent.policy is agent.actor_avg
+
+
+def test_an_averaged_actor_survives_a_checkpoint_and_starts_at_the_actor_from_one_without_it(tmp_path):
+    torch.manual_seed(0)
+    hp = SACHyperParams(hidden_dim=32, actor_ema=0.1)
+    agent = SACAgent(6, 2, hp)
+    for _ in range(3):
+        agent.update(filled_buffer().sample(64))
+    restored = SACAgent(6, 2, hp)
+    restored.load_state_dict(agent.state_dict())
+    for p, q in zip(agent.actor_avg.parameters(), restored.actor_avg.parameters(), strict=True):
+        assert torch.equal(p, q)
+    plain = SACAgent(6, 2, SACHyperParams(hidden_dim=32))
+    restored.load_state_dict(plain.state_dict())
+    for p, q in zip(plain.actor.parameters(), restored.actor_avg.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_set_lr_is_the_rate_every_optimiser_steps_with():
+    torch.manual_seed(0)
+    agent = SACAgent(6, 2, SACHyperParams(hidden_dim=32))
+    buffer = filled_buffer()
+    agent.update(buffer.sample(64))
+    agent.set_lr(0.0)
+    before = [p.detach().clone() for p in (*agent.actor.parameters(), *agent.critic.parameters(), agent.log_alpha)]
+    agent.update(buffer.sample(64))
+    after = [*agent.actor.parameters(), *agent.critic.parameters(), agent.log_alpha]
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    agent.set_lr(1e-3)
+    agent.update(buffer.sample(64))
+    assert any(not torch.equal(a, b) for a, b in zip(before, agent.actor.parameters(), strict=True))

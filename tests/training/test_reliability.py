@@ -26,6 +26,17 @@ def args_for(tmp: Path, steps: int, **extra: object) -> list[str]:
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
 
+def flat_tensors(state: dict, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Every tensor in a nested state dict (an optimiser's included), keyed by its path."""
+    found: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            found.update(flat_tensors(value, f"{prefix}{key}."))
+        elif isinstance(value, torch.Tensor):
+            found[f"{prefix}{key}"] = value
+    return found
+
+
 def popen_train(*args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=REPO, env=env,
@@ -39,26 +50,34 @@ def wait_for(path: Path, timeout: float = 120) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("n_step", [1, 3])
-def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path, n_step):
+# n-step returns keep transitions pending across steps; a decaying lr and an averaged actor are state the resume
+# must continue (the kill lands before the decay starts at 450, the run ends inside it)
+@pytest.mark.parametrize("settings", [{"n_step": 1}, {"n_step": 3}, {"lr_decay_from": 450, "actor_ema": 0.05}],
+                         ids=["one-step", "n-step", "decay-and-average"])
+def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path, settings):
     steps = 900
-    straight = run_script("train.py", "--no-resume", *args_for(tmp_path / "a", steps, n_step=n_step))
+    straight = run_script("train.py", "--no-resume", *args_for(tmp_path / "a", steps, **settings))
     assert straight.returncode == 0, straight.stderr
 
-    interrupted = popen_train("--no-resume", *args_for(tmp_path / "b", steps, n_step=n_step))
+    interrupted = popen_train("--no-resume", *args_for(tmp_path / "b", steps, **settings))
     wait_for(tmp_path / "b" / "ckpt" / "ckpt_0000000300.pt")
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     assert not (tmp_path / "b" / "ckpt" / "ckpt_0000000900.pt").exists(), "run finished before the kill"
-    resumed = run_script("train.py", *args_for(tmp_path / "b", steps, n_step=n_step))
+    resumed = run_script("train.py", *args_for(tmp_path / "b", steps, **settings))
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout + resumed.stderr
 
     a = load_file(tmp_path / "a" / "ckpt" / "ckpt_0000000900.pt")
     b = load_file(tmp_path / "b" / "ckpt" / "ckpt_0000000900.pt")
-    for part in ("actor", "critic", "critic_target"):
-        for key, value in a["agent"][part].items():
-            assert torch.equal(value, b["agent"][part][key]), f"{part}.{key} differs"
+    for part in ("actor", "critic", "critic_target", "actor_avg", "actor_opt"):
+        for key, value in flat_tensors(a["agent"].get(part, {})).items():
+            assert torch.equal(value, flat_tensors(b["agent"][part])[key]), f"{part}.{key} differs"
+    for key, value in a["policy"]["actor"].items():
+        assert torch.equal(value, b["policy"]["actor"][key]), f"the saved policy's {key} differs"
+    if "actor_avg" in a["agent"]:  # the saved policy is the averaged actor, and the lr reached its final value
+        assert all(torch.equal(v, a["agent"]["actor_avg"][k]) for k, v in a["policy"]["actor"].items())
+        assert a["agent"]["actor_opt"]["param_groups"][0]["lr"] == pytest.approx(3e-5)
     assert torch.equal(a["agent"]["log_alpha"], b["agent"]["log_alpha"])
     for key in ("obs", "action", "reward", "next_obs", "terminated", "discount"):
         assert torch.equal(a["buffer"][key], b["buffer"][key]), f"buffer {key} differs"

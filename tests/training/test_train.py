@@ -8,6 +8,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from common.files import load_file
 from protocol.checkpoints import list_checkpoints
 from training.config import TrainConfig, load_config
+from training.trainer import decayed_lr
 
 REQUIRED_TAGS = {
     "Reward/episode", "Reward/mean_100", "Loss/actor", "Loss/critic1", "Loss/critic2", "Alpha", "Q/mean_q1",
@@ -70,6 +71,10 @@ def test_no_resume_refuses_to_mix_with_an_earlier_run_unless_overwrite(tmp_path,
     (["--set", "buffer_size=10"], "buffer_size (10) must be >= batch_size"),
     (["--set", "lr=fast"], "lr expects float"),
     (["--set", "env.colour=red"], "unknown config key 'env.colour'"),
+    (["--set", "lr_decay_from=1000000"], "lr_decay_from (1000000) must lie below max_env_steps"),
+    (["--set", "lr_decay_from=10", "lr_decay_to=1.5"], "lr_decay_to must be in [0, 1]"),
+    (["--set", "lr_decay_from=10", "compile=true"], "drop compile / cuda_graph or set lr_decay_from=0"),
+    (["--set", "actor_ema=2"], "actor_ema must be in [0, 1]"),
     (["--config", "does/not/exist.yaml"], "does not exist"),
 ])
 def test_bad_config_exits_2_with_one_line(tmp_path, args, fragment):
@@ -102,3 +107,11 @@ def test_every_yaml_preset_loads():
     for path in (REPO / "configs").glob("*.yaml"):
         assert isinstance(yaml.safe_load(path.read_text()), dict)
         load_config(path)
+
+
+def test_decayed_lr_holds_then_falls_linearly_to_its_final_fraction():
+    assert decayed_lr(3e-4, 100, 400, 800, 0.1) == 3e-4
+    assert decayed_lr(3e-4, 400, 400, 800, 0.1) == 3e-4
+    assert decayed_lr(3e-4, 600, 400, 800, 0.1) == pytest.approx(3e-4 * 0.55)
+    assert decayed_lr(3e-4, 800, 400, 800, 0.1) == pytest.approx(3e-5)
+    assert decayed_lr(3e-4, 900, 400, 800, 0.1) == pytest.approx(3e-5)  # an episode's last decision past the cap
