@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TypeVar
 
 import torch
 from torch import nn
 
 from sac.batch_renorm import EnsembleBatchRenorm
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 
 class EnsembleLinear(nn.Module):
@@ -64,7 +67,7 @@ class TwinQ(nn.Module):
         return self.net(torch.cat([obs, act], dim=-1))
 
 
-def make_target(module: nn.Module) -> nn.Module:
+def make_target(module: ModuleT) -> ModuleT:
     """A frozen deep copy, updated only by `polyak_update`."""
     target = copy.deepcopy(module)
     target.requires_grad_(False)
