@@ -31,6 +31,11 @@ Ctrl-C, a failed job or lost workers: the finished jobs stay in --work-dir).
 
 from __future__ import annotations
 
+from common import interrupts
+
+if __name__ == "__main__":  # first: a Ctrl-C while the heavy imports load is exit 130 in one line, not a traceback
+    interrupts.note_until_exit()
+
 import argparse
 import sys
 from dataclasses import fields

@@ -9,6 +9,11 @@ be written (e.g. full disk; the previous checkpoint is intact), 130 interrupted 
 
 from __future__ import annotations
 
+from common import interrupts
+
+if __name__ == "__main__":  # first: a Ctrl-C while the heavy imports load is exit 130 in one line, not a traceback
+    interrupts.note_until_exit()
+
 import argparse
 import sys
 

@@ -56,6 +56,7 @@ def run_command(body: Callable[[], int], interrupted: str) -> int:
     their exit code."""
     try:
         with interrupts.handled():
+            interrupts.check()  # a signal noted while the command loaded (interrupts.note_until_exit)
             return body()
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
@@ -66,6 +67,8 @@ def run_command(body: Callable[[], int], interrupted: str) -> int:
     except (interrupts.Interrupted, KeyboardInterrupt):
         print(interrupted, file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        interrupts.outcome_decided()
 
 
 def check_finite(args: argparse.Namespace | dict) -> None:

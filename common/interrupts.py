@@ -20,6 +20,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _noted: int | None = None  # the first signal since `handled()` began, if any
 _depth = 0  # how many `handled()` blocks are open
+_until_exit = False  # whether `note_until_exit` made this process's signals ours until it exits
 
 
 class Interrupted(Exception):
@@ -53,6 +54,29 @@ def handled() -> Iterator[None]:
         _depth -= 1
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def note_until_exit() -> None:
+    """Note SIGINT and SIGTERM from now until the process exits. A command calls this first, before its heavy
+    imports: a signal while torch loads is noted (and `common.cli.run_command` exits 130 in one line before any
+    work), and one that lands after the work is complete, during the interpreter's shutdown, no longer raises in a
+    finaliser: the complete result stands with its own exit code. The main thread only."""
+    global _depth, _until_exit
+    if threading.current_thread() is not threading.main_thread() or _depth:
+        return
+    for sig in SIGNALS:
+        signal.signal(sig, _note)
+    _depth += 1  # every later `handled()` block nests in this one and keeps what was noted
+    _until_exit = True
+
+
+def outcome_decided() -> None:
+    """The command's result and exit code are final: in a process that notes signals until it exits, later ones
+    are ignored. (Python's shutdown puts a Python handler back to the default action, so a Ctrl-C landing then
+    would kill a finished run with -2; an ignored signal stays ignored.)"""
+    if _until_exit and threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def requested() -> bool:

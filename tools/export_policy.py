@@ -12,9 +12,14 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import interrupts  # noqa: E402
+
+if __name__ == "__main__":  # first: a Ctrl-C while torch loads is exit 130 in one line, not a traceback
+    interrupts.note_until_exit()
+
+import torch  # noqa: E402
 
 from common.cli import BadInput, CommandParser, check_output_file, check_writable_dir, run_command  # noqa: E402
 from common.files import CheckpointError, guarded_write, load_file  # noqa: E402

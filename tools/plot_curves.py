@@ -13,9 +13,15 @@ import io
 import sys
 from pathlib import Path
 
-import matplotlib
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import interrupts  # noqa: E402
+
+if __name__ == "__main__":  # first: a Ctrl-C while matplotlib and tensorboard load is exit 130 in one line
+    interrupts.note_until_exit()
+
+import matplotlib  # noqa: E402
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402

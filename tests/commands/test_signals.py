@@ -12,14 +12,18 @@ the fork: argument parsing comes first). The default run tries a few moments per
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_script
+from conftest import REPO, interruptible, run_script
 from zygote import Zygote, tree
 
 
@@ -173,4 +177,52 @@ def test_an_interrupted_command_ends_in_130_with_nothing_left_or_complete(name: 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_interrupted_at_many_moments(name: str, tmp_path: Path, dataset: Path) -> None:
     broken = interrupt_cases(name, 25, tmp_path, dataset)
+    assert not broken, "\n".join(broken)
+
+
+# The moments the zygote cannot reach, in the command's own process as a shell starts it: while its modules load
+# (before any handler of the command's body could be installed) and after its output is complete (the interpreter
+# shutting down, torch's finalisers running).
+REAL_RUNS = {
+    "edit": (["edit_dataset.py", "select", "ds", "--output", "out"], "out"),
+    "evaluate": (["evaluate.py", "--policy", "random", "--episodes", "1", "--videos", "0", "--output", "e.json",
+                  "--image-size", "96"], "e.json"),
+}
+
+
+def _start(argv: list[str], folder: Path) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, str(REPO / argv[0]), *argv[1:]], cwd=folder, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
+
+
+@pytest.mark.parametrize("name", list(REAL_RUNS))
+def test_a_signal_while_loading_or_after_the_output_is_complete_is_never_a_traceback(name: str, tmp_path: Path,
+                                                                                    dataset: Path) -> None:
+    argv, output = REAL_RUNS[name]
+    broken = []
+    moments = [("loading", 0.05), ("loading", 0.4), ("output", 0.0), ("output", 0.02), ("output", 0.1)]
+    for n, (when, delay) in enumerate(moments):
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        shutil.copytree(dataset, folder / "ds")
+        before = tree(folder)
+        process = _start(argv, folder)
+        if when == "output":
+            deadline = time.monotonic() + 120
+            while not (folder / output).exists() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.002)
+        time.sleep(delay)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        where = f"{name}: SIGINT {delay:.2f} s after {'the start' if when == 'loading' else 'the output appeared'}"
+        lines = err.strip().splitlines()
+        if "Traceback" in err or "Exception ignored" in err or "KeyboardInterrupt" in err:
+            broken.append(f"{where}: {lines[-1]}")
+        elif process.returncode == 130:
+            if tree(folder) != before or len(lines) != 1:
+                broken.append(f"{where}: exit 130 but {len(lines)} lines and {sorted(set(tree(folder)) - set(before))}")
+        elif process.returncode != 0 or not (folder / output).exists():
+            broken.append(f"{where}: exit {process.returncode}, {lines[-1:] or 'no message'}")
     assert not broken, "\n".join(broken)
