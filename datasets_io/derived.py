@@ -35,6 +35,7 @@ from common import interrupts
 from datasets_io import formats, instructions, lerobot_stats
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, tfrecord, zarr_replay
 from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstrations
+from datasets_io.record import written_part
 from datasets_io.statistics import motion_statistics
 
 TOLERANCE = 1e-6
@@ -275,9 +276,10 @@ def record_problems(fmt: str, collection: dict, episodes: list[tuple]) -> list[s
                         f"edit_dataset.py merge writes those")
     problems += [f"{path}: runs/{r}/only_success is true, yet the dataset holds a failed episode of its seeds"
                  for r, run in enumerate(runs) if run.get("only_success") and not all(held[r])]
-    expected = {**collection, "next_seed": max((run["next_seed"] for run in runs), default=0),
+    written = written_part(collection)  # a key no writer writes is named as one
+    expected = {**written, "next_seed": max((run["next_seed"] for run in runs), default=0),
                 "runs": [{**run, "attempted": run["next_seed"] - run["start_seed"],
-                          **({} if edited else {"kept": len(held[r])})} for r, run in enumerate(runs)]}
+                          **({} if edited else {"kept": len(held[r])})} for r, run in enumerate(written["runs"])]}
     why = {"next_seed": f"its runs end at seed {expected['next_seed']}"}
     for r, run in enumerate(runs):
         seeds = f"seeds {run['start_seed']}–{run['next_seed'] - 1}"

@@ -192,12 +192,20 @@ EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {
                        ".zattrs: the attribute 'notes' is not one the writer writes"),
     "zarr array attribute": ("zarr", lambda r: zarr.open_group(str(r), mode="a")["data/img"].attrs
                              .update(notes="x"), "data/img/.zattrs: the attributes ['notes']"),
+    "record extra key": ("lerobot", lambda r: edit_record(r, lambda d: d.update(notes="x")),
+                         "meta/collection.json: notes is 'x', the writer writes no such entry"),
+    "run extra key": ("zarr", lambda r: edit_record(r, lambda d: d["runs"][0].update(notes="x")),
+                      "collection attribute: runs/0/notes is 'x', the writer writes no such entry"),
     "rlds language_instruction": ("rlds", rewrite_instruction,
                                   "episode 0's steps/language_instruction is not its instruction"),
 }
 MERGED_EDITS: dict[str, tuple[str, Callable[[Path], None], str]] = {  # of a merged dataset's provenance
     "source policy_sha256": ("lerobot-v2.1", lambda r: edit_record(
         r, lambda d: d["sources"][1].update(policy_sha256="0" * 64)), "sources/1 is not runs/1's policy"),
+    "source extra key": ("rlds", lambda r: edit_record(r, lambda d: d["sources"][0].update(notes="x")),
+                         "collection.json: sources/0/notes is 'x', the writer writes no such entry"),
+    "edit extra key": ("lerobot", lambda r: edit_record(r, lambda d: d["edits"][0].update(notes="x")),
+                       "meta/collection.json: edits/0/notes is 'x', the writer writes no such entry"),
     "edits removed": ("zarr", lambda r: edit_record(r, lambda d: d.pop("edits")),
                       "collection attribute: edits is missing"),
     **{f"{fmt} source swapped": (fmt, lambda r: edit_sources(r, swap_first_and_last), SWAPPED)
