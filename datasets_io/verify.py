@@ -348,16 +348,60 @@ def run_verify(path: Path, checkpoint: str | None) -> int:
 
 
 def remedy(path: Path, collection: dict) -> str:
-    """What rebuilds a dataset that failed: the command that wrote it last (as its record holds it) with
-    --overwrite, after moving out what --overwrite would refuse to delete; or a copy."""
-    last = (collection.get("edits") or collection.get("runs") or [{}])[-1].get("command")
+    """What rebuilds a dataset that failed, in this folder: the command that wrote it last (as its record holds it)
+    with its --output this folder, a collection's first seed named, and --overwrite, after moving out what
+    --overwrite would refuse to delete; or a copy."""
+    output = written_folder(path, collection)
     try:
-        foreign = folders.not_ours(path)
+        foreign = folders.not_ours(output)
     except (OSError, ValueError):
         foreign = ["its unreadable manifest"]
-    first = (f"move {', '.join(foreign[:3])}{' and more' if len(foreign) > 3 else ''} out of it (not written by "
-             f"this project, or edited since), then " if foreign else "")
-    if last:  # a resumed run's command, or one that already replaced: --overwrite once, without --resume
-        last = shlex.join([word for word in shlex.split(last) if word not in ("--resume", "--overwrite")])
-    again = f"run `{last} --overwrite` again" if last else "write it again with --overwrite"
+    first = (f"move {', '.join(foreign[:3])}{' and more' if len(foreign) > 3 else ''} out of {str(output)!r} "
+             f"(not written by this project, or edited since), then " if foreign else "")
+    command = rebuild_command(output, collection)
+    again = f"run `{command}` again" if command else "write it again with --overwrite"
     return f"restore it from a copy, or {first}{again}"
+
+
+def written_folder(path: Path, collection: dict) -> Path:
+    """The folder the command that wrote the dataset at `path` was given as --output: `path`, its parent for one
+    format of a multi-format collection, and above that the split's folder for one part of a split."""
+    names = collection.get("formats") or []
+    fmt = formats.detect(path)
+    output = path.parent if len(names) > 1 and fmt in names and path.name == fmt else path
+    edits = collection.get("edits") or []
+    if edits and _words(edits[-1].get("command"))[2:3] == ["split"]:  # python edit_dataset.py split ...
+        output = output.parent
+    return output
+
+
+def rebuild_command(output: Path, collection: dict) -> str | None:
+    """The last recorded command, made to write `output` again from scratch: --output `output`, --overwrite
+    instead of --resume, and for a collection its first run's --start-seed (a resumed run's command may omit it;
+    with --resume its --episodes is already the dataset's total)."""
+    edits, runs = collection.get("edits") or [], collection.get("runs") or []
+    words = _words((edits or runs or [{}])[-1].get("command"))
+    if not words:
+        return None
+    words = _with_option([w for w in words if w not in ("--resume", "--overwrite")], "--output", str(output))
+    if not edits and runs and isinstance(runs[0].get("start_seed"), int):
+        words = _with_option(words, "--start-seed", str(runs[0]["start_seed"]))
+    return shlex.join([*words, "--overwrite"])
+
+
+def _words(command: object) -> list[str]:
+    try:
+        return shlex.split(command) if isinstance(command, str) else []
+    except ValueError:
+        return []
+
+
+def _with_option(words: list[str], option: str, value: str) -> list[str]:
+    """`words` with `option`'s value set to `value` (replaced where given as `option V` or `option=V`, else
+    added)."""
+    for n, word in enumerate(words):
+        if word == option and n + 1 < len(words):
+            return [*words[:n + 1], value, *words[n + 2:]]
+        if word.startswith(option + "="):
+            return [*words[:n], f"{option}={value}", *words[n + 1:]]
+    return [*words, option, value]
