@@ -13,7 +13,8 @@ dataset), else the swap is refused and the new dataset stays in `DIR.partial`:
 A lock (flock on `DIR.partial/.collect_lock`) tells a live run's staging dir from a dead one's. Only folders that
 carry this module's markers are ever removed: a `DIR.partial` or `DIR.old` of the user's is left alone. A marker is
 told from a user's file by its exact name and its exact content (`is_marker`), never by a prefix. A swap refused at
-the end keeps the complete new dataset in `DIR.partial` with a `.collect_kept` marker: no later run deletes it.
+the end keeps the complete new dataset in `DIR.partial` with a `.collect_kept` marker: no later run deletes it. Renamed
+by the user to a name of its own, it is a finished dataset (the marker is then only a file of ours).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def recover(final: Path) -> None:
             os.rename(partial, final)
             _note(f"finished saving {final} (a previous run was stopped while swapping it in)")
         shutil.rmtree(old)
-    if final.is_dir():
+    if is_marker(final / COMPLETE_NAME):  # renamed in, its markers not yet dropped (a kept dataset has none)
         _drop_markers(final)
 
 
@@ -207,6 +208,8 @@ def _link_tree(source: Path, target: Path) -> None:
         out = target / Path(directory).relative_to(source)
         out.mkdir(parents=True, exist_ok=True)
         for name in files:
+            if directory == str(source) and is_marker(Path(directory) / name):
+                continue  # a kept dataset renamed by the user carries its markers; the new staging dir has its own
             try:
                 os.link(Path(directory) / name, out / name)
             except OSError:

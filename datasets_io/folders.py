@@ -32,6 +32,8 @@ def _unfinished(path: Path) -> str | None:
         if not staging.is_staging(folder):
             continue
         if staging.is_marker(folder / staging.KEPT_NAME):
+            if not folder.name.endswith(".partial"):
+                continue  # a complete dataset a refused swap kept, renamed by the user as told: a finished dataset
             return (f"{str(folder)!r} holds a dataset an earlier run kept when it could not save it under its own "
                     f"name; rename it to a name of its own first (a `.partial` folder is never read)")
         if staging.is_marker(folder / staging.REPLACED_NAME):

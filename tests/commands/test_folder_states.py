@@ -103,6 +103,13 @@ def kept_partial(at: Path, dataset: Path) -> None:
     (staging.partial_path(at) / staging.KEPT_NAME).write_bytes(staging.MARKER_TEXT)
 
 
+def kept_and_renamed(at: Path, dataset: Path) -> None:
+    """A kept dataset the user renamed to a name of its own, as the refusal told them: a finished dataset."""
+    kept = at.with_name("kept")
+    kept_partial(kept, dataset)
+    staging.partial_path(kept).rename(at)
+
+
 def being_replaced(at: Path, dataset: Path) -> None:
     """The finished dataset while a live run writes its replacement (`live_locks` holds the lock)."""
     dead_partial(at, dataset)
@@ -144,7 +151,8 @@ OUTPUT_STATES: list[tuple[State, str, tuple[int, int]]] = [
     (with_users_file, "x", (REFUSED, REFUSED)), (with_users_marker_name, "x", (REFUSED, REFUSED)),
     (tampered_rehashed, "x", (REFUSED, OK)), (symlink, "x", (REFUSED, REFUSED)),
     (inside_a_dataset, "d/x", (REFUSED, REFUSED)), (dead_partial, "x", (REFUSED, OK)),
-    (kept_partial, "x", (REFUSED, REFUSED)), (being_replaced, "x", (REFUSED, REFUSED)),
+    (kept_partial, "x", (REFUSED, REFUSED)), (kept_and_renamed, "x", (REFUSED, OK)),
+    (being_replaced, "x", (REFUSED, REFUSED)),
     (the_partial(being_replaced), "x.partial", (REFUSED, REFUSED)),
     (the_partial(kept_partial), "x.partial", (REFUSED, REFUSED)),
 ]
@@ -154,6 +162,7 @@ INPUT_STATES: list[tuple[State, str, tuple[set[int], set[int], set[int]]]] = [
     (users_folder, "x", ({REFUSED}, {REFUSED}, {REFUSED})),
     (separate_datasets, "x", ({REFUSED}, {REFUSED}, {REFUSED})),
     (ours, "x", ({OK}, {OK}, {OK})), (read_only, "x", ({OK}, {OK}, {OK})), (symlink, "x", ({OK}, {OK}, {OK})),
+    (kept_and_renamed, "x", ({OK}, {OK}, {OK})),
     (with_users_file, "x", ({REFUSED}, {SHORT}, {OK})),
     (tampered_rehashed, "x", ({OK, REFUSED}, {SHORT}, {OK, REFUSED})),
     (being_replaced, "x", ({REFUSED}, {REFUSED}, {REFUSED})),
