@@ -135,7 +135,8 @@ def collect(plan: Plan) -> int:
         raise
     elapsed = time.perf_counter() - started
     last = plan.start_seed + attempted - 1
-    print(f"kept {kept} / attempted {counted(attempted, 'episode')} (seeds {plan.start_seed}-{last}, {successes} "
+    seeds = {0: "no seed", 1: f"seed {last}"}.get(attempted, f"seeds {plan.start_seed}-{last}")
+    print(f"kept {kept} / attempted {counted(attempted, 'episode')} ({seeds}, {successes} "
           f"successful), {counted(frames, 'frame')} in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, "
           f"{plan.backend})"
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))
