@@ -14,6 +14,7 @@ from typing import BinaryIO, NoReturn
 
 from common import interrupts
 from common.files import WriteError, atomic_file, ensure_writable_dir, tree_state
+from common.ownership import dataset_holding
 
 # The exit codes every script shares (each one's --help lists them).
 EXIT_SHORT = 1  # the work ran and fell short: fewer episodes than asked, or --verify found a problem
@@ -160,6 +161,7 @@ def check_output_file(path: str | None, flag: str, overwrite: bool, ours: Callab
         raise BadInput(f"{flag} is empty; give a file path, or leave {flag} out")
     out = Path(path)
     refuse_symlink(out, flag)
+    refuse_inside_dataset(out, flag)
     if out.is_dir():
         raise BadInput(f"{flag} {str(out)!r} is a folder; give a file path such as {out / ('out' + out.suffix)}")
     if out.exists() and not overwrite:
@@ -178,6 +180,14 @@ def refuse_symlink(path: Path, option: str) -> None:
                        f"real path")
 
 
+def refuse_inside_dataset(path: Path, option: str) -> None:
+    """The one rule for outputs beside datasets: none is written inside a dataset of ours, which would then fail
+    its checksums (a dataset's own writers build it in DIR.partial, beside it)."""
+    if (holder := dataset_holding(path)) is not None:
+        raise BadInput(f"{option} {str(path)!r} is inside the dataset {str(holder)!r}, which would then fail its "
+                       f"checks; write it outside the dataset")
+
+
 def check_writable_dir(directory: str | Path, option: str) -> list[Path]:
     """Create `directory` and prove a file can be written there, before any episode runs; the folders created (for
     `remove_created_dirs` when the run is refused later)."""
@@ -185,6 +195,7 @@ def check_writable_dir(directory: str | Path, option: str) -> list[Path]:
         raise BadInput(f"{option} is empty; give a folder path, or leave {option} out")
     directory = Path(directory)
     refuse_symlink(directory, option)
+    refuse_inside_dataset(directory, option)
     try:
         return ensure_writable_dir(directory)
     except OSError as err:

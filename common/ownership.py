@@ -24,6 +24,9 @@ from pathlib import Path
 from common.files import CheckpointError, load_file
 
 STAMP_KEY = "written_by"  # the JSON key, the PNG text keyword
+# A dataset folder of ours carries a manifest of every file it holds (datasets_io/manifest.py writes it)
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "pusht_sac.manifest/1"
 _ZEROS = "0" * 64
 _STAMP = re.compile(rb"pusht_sac (\S+) sha256:([0-9a-f]{64})")
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -118,3 +121,19 @@ def torch_file_of(*formats: str) -> Callable[[Path], bool]:
         except CheckpointError:
             return False
     return test
+
+
+def dataset_holding(path: Path) -> Path | None:
+    """The dataset of ours that `path` is or lies inside (a folder carrying our manifest: a format's dataset, or a
+    split's parts under one manifest), or None. A file written there would make the dataset fail its checks."""
+    resolved = Path(path).resolve()
+    for folder in (resolved, *resolved.parents):
+        manifest = folder / MANIFEST_NAME
+        if not manifest.is_file():
+            continue
+        try:
+            if json.loads(manifest.read_bytes()).get("format") == MANIFEST_FORMAT:
+                return folder
+        except (OSError, ValueError, AttributeError):
+            continue  # unreadable, or a JSON that is not ours
+    return None

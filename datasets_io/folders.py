@@ -58,8 +58,10 @@ def check_input(path: str | Path) -> Path:
     return path
 
 
-def _dataset_holding(output: Path) -> Path | None:
-    """The dataset folder of ours that `output` would be inside, or None."""
+def dataset_holding(output: Path) -> Path | None:
+    """The dataset folder of ours that `output` would be inside, or None: a format's dataset, a split's parts, or a
+    multi-format collection (which common.ownership's rule, by manifest alone, cannot tell from a folder of
+    datasets)."""
     for folder in output.resolve().parents:
         if folder.is_dir() and (formats.detect(folder) is not None or formats.find(folder)
                                 or (folder / manifest.MANIFEST_NAME).is_file()):
@@ -110,7 +112,7 @@ def check_output(output: str | None, overwrite: bool, resume: bool = False, inpu
         if ours == theirs or ours in theirs.parents or theirs in ours.parents:
             raise BadInput(f"--output {str(path)!r} overlaps the input {str(source)!r}; a run never writes into its "
                            f"inputs: choose another --output")
-    if (holder := _dataset_holding(path)) is not None:
+    if (holder := dataset_holding(path)) is not None:
         raise BadInput(f"--output {str(path)!r} is inside the dataset {str(holder)!r}, which would then fail its "
                        f"checks; choose a folder outside it")
     if (reason := _unfinished(path)) is not None:

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 from common.files import atomic_write_bytes, sha256_file
+from common.ownership import MANIFEST_FORMAT, MANIFEST_NAME
 from common.staging import is_marker
 
-MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = "pusht_sac.manifest/1"
+__all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "ignored", "read", "unlisted", "write"]
 
 
 def ignored(path: Path) -> bool:

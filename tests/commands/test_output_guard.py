@@ -319,7 +319,8 @@ def the_users(path: Path) -> None:
         plain.save(path, format=path.suffix[1:])
 
 
-STATES = ["absent", "ours", "ours, edited", "the user's", "a folder", "a symbolic link", "under a file"]
+STATES = ["absent", "ours", "ours, edited", "the user's", "a folder", "a symbolic link", "under a file",
+          "inside a dataset"]
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
@@ -330,11 +331,12 @@ def test_an_output_is_written_new_or_replaced_only_when_ours_and_unchanged(
         tmp_path: Path, capsys) -> None:
     """Absent: written. Ours, unchanged: refused without --overwrite, replaced with it. Anything else (ours edited by
     one key, byte or pixel, the user's file, a folder, a symbolic link even to a file of ours, a path under a file):
-    one line, exit 2, the folder as it was."""
+    one line, exit 2, the folder as it was. A path inside a dataset of ours is refused too: the dataset would fail
+    its checksums."""
     out, side = tmp_path / "out", tmp_path / "side"
     out.mkdir()
     side.mkdir()
-    path = out / "file" / writer.file if state == "under a file" else out / writer.file
+    path = out / {"under a file": "file", "inside a dataset": "ds"}.get(state, "") / writer.file
     if state in ("ours", "ours, edited", "the user's", "a symbolic link"):
         (side / writer.file).write_bytes(written(writer))
         if state == "a symbolic link":
@@ -346,6 +348,8 @@ def test_an_output_is_written_new_or_replaced_only_when_ours_and_unchanged(
         path.mkdir()
     elif state == "under a file":
         path.parent.write_text("the user's notes\n")
+    elif state == "inside a dataset":  # a file there would make the dataset fail its checksums
+        shutil.copytree(inputs["dataset"], path.parent)
     assert state in ("absent", "ours", "a folder", "a symbolic link", "under a file") or not writer.ours(path)
     before, found = tree(out), os.lstat(path).st_ino if os.path.lexists(path) else None
     code, _, err = run(writer.main, [*writer.argv(path, side, inputs), *(["--overwrite"] if overwrite else [])],
@@ -357,7 +361,9 @@ def test_an_output_is_written_new_or_replaced_only_when_ours_and_unchanged(
         line = one_error(err)
         assert code == 2, err
         assert str(path.parent if state == "under a file" else path) in line, line
-        if state == "ours" or not overwrite and state in ("ours, edited", "the user's"):
+        if state == "inside a dataset":
+            assert "is inside the dataset" in line, line
+        elif state == "ours" or not overwrite and state in ("ours, edited", "the user's"):
             assert "already exists; pass --overwrite" in line, line
         elif state in ("ours, edited", "the user's"):
             assert "is not one; nothing was touched" in line, line
