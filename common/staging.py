@@ -165,6 +165,8 @@ class Staging:
             self._refuse(f"{str(old)!r} appeared while this run collected")
         _mark(self.path / COMPLETE_NAME)
         _fsync_dir(self.path)
+        if is_empty_dir(self.final):  # an empty target counts as absent, and stays if the run goes no further
+            self.final.rmdir()
         if self.final.exists():
             _mark(self.final / REPLACED_NAME)
             os.rename(self.final, old)
@@ -265,8 +267,6 @@ def stage(final: Path, mode: str) -> Staging:
         raise StagingError(f"cannot write next to {str(final)!r} ({err.strerror or err}); "
                            f"choose a writable --output") from None
     assert fd is not None  # the directory was just created by this process
-    if is_empty_dir(final):
-        final.rmdir()  # an empty target counts as absent; the swap needs the name free
     before = tree_state(final)
     if mode == "resume" and final.exists():
         _link_tree(final, partial)

@@ -109,14 +109,31 @@ def check_episode_ends(ends: np.ndarray, frames: int) -> None:
         raise ValueError(f"meta/episode_ends ends at frame {ends[-1]}, data/action holds {frames} frames")
 
 
+def check_zarr_layout(group: zarr.Group) -> None:
+    """ValueError unless a replay zarr's arrays hold together: as many states as target rows, square RGB renders
+    one per row (where it has renders), and episode ends that cut the rows (a copy of a half-written zarr, or a
+    hand-made one, fails here)."""
+    data = group["data"]
+    rows = data["action"].shape[0]
+    if data["state"].shape[0] != rows:
+        raise ValueError(f"data/state holds {data['state'].shape[0]} rows, data/action {rows}")
+    if "img" in data:  # a state-only replay zarr has none
+        image = data["img"].shape
+        if len(image) != 4 or image[1] != image[2] or image[3] != 3:
+            raise ValueError(f"data/img has shape {image}; a replay zarr's renders are square RGB frames (N, S, S, 3)")
+        if image[0] != rows:
+            raise ValueError(f"data/img holds {image[0]} rows, data/action {rows}")
+    check_episode_ends(zarr_replay.read_array(group["meta"]["episode_ends"]), rows)
+
+
 def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference),
     a chunk of each array at a time."""
     group = zarr.open_group(str(root), mode="r")
     data, meta = group["data"], group["meta"]
     state, action = zarr_replay.ArrayStream(data["state"]), zarr_replay.ArrayStream(data["action"])
+    check_zarr_layout(group)
     ends = zarr_replay.read_array(meta["episode_ends"])
-    check_episode_ends(ends, data["action"].shape[0])
     seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
     imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None
@@ -136,7 +153,7 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
                             success=None if unseeded(e) else bool(successes[e]),
                             seed=None if unseeded(e) else int(seeds[e]),
                             # DP stores float32 0-255
-                            image=None if image is None else np.round(image.rows(start, end)).astype(np.uint8),
+                            image=None if image is None else zarr_replay.renders(image.rows(start, end)),
                             imitate=None if imitate is None else imitate.rows(start, end).astype(bool),
                             source=int(sources[e]) if sources is not None and e < len(sources) else None,
                             appearance=_look(looks, e))

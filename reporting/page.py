@@ -25,9 +25,15 @@ import zarr  # noqa: E402
 from matplotlib.patches import Polygon, Rectangle  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from common.cli import first_line  # noqa: E402
 from datasets_io import card, formats  # noqa: E402
 from datasets_io.formats import FORMATS, zarr_replay  # noqa: E402
-from datasets_io.readers import Demonstration, keypoints_from_pose, pose_from_keypoints  # noqa: E402
+from datasets_io.readers import (  # noqa: E402
+    DatasetFormatError,
+    Demonstration,
+    keypoints_from_pose,
+    pose_from_keypoints,
+)
 from datasets_io.statistics import (  # noqa: E402
     BOARD_SIZE,
     START_ANGLE_BINS,
@@ -157,14 +163,22 @@ def trajectories_figure(datasets: Sequence[PageDataset]) -> str:
 
 def episode_frames(data: PageDataset, wanted: list[int]) -> dict[int, np.ndarray]:
     """The renders of episodes `wanted`, read alone from a zarr (a collection's zarr part first), else read in
-    episode order up to the last one wanted."""
+    episode order up to the last one wanted; DatasetFormatError naming the dataset when they do not decode."""
+    try:
+        return _episode_frames(data, wanted)
+    except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
+        raise DatasetFormatError(f"{str(data.path)!r} is damaged: its renders do not read ({first_line(err)}); "
+                                 f"restore it from a copy") from None
+
+
+def _episode_frames(data: PageDataset, wanted: list[int]) -> dict[int, np.ndarray]:
     found = formats.find(data.path) if data.path.is_dir() else {}
     root = found.get("zarr", Path(data.entry["dataset"]))
     if "zarr" in found or data.entry["format"] == "zarr":
         group = zarr.open_group(str(root), mode="r")
         ends = np.concatenate([[0], zarr_replay.read_array(group["meta"]["episode_ends"])]).astype(int)
-        return {e: np.round(zarr_replay.read_array(group["data"]["img"], slice(ends[e], ends[e + 1])))
-                .astype(np.uint8) for e in wanted}
+        return {e: zarr_replay.renders(zarr_replay.read_array(group["data"]["img"], slice(ends[e], ends[e + 1])))
+                for e in wanted}
     frames = {}
     for e, (_, arrays) in enumerate(FORMATS[data.entry["format"]].iter_episodes(root, True)):
         if e in wanted:

@@ -285,13 +285,20 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
                 plot_scaling(rows, files["--plot"], f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
             print(f"wrote {args.plot}")
     result["seconds"] = time.perf_counter() - started
-    if args.json:  # first: the figures of a long judgement are kept whatever the page does
+    # the page is built before anything is written: a dataset whose renders turn out damaged is then bad input
+    # with nothing written, not a report without its page
+    try:
+        page = (stamp_html(build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}"),
+                           WRITER) if args.html else None)
+    except DatasetFormatError as err:
+        raise BadInput(f"{err}; no report written") from None
+    if args.json:  # first: the figures of a long judgement are kept whatever befalls the page's file
         with guarded_write(args.json, "free space or pass --json on another disk, then run again"):
             files["--json"].write(stamp_json(result, WRITER))
         print(f"wrote {args.json}")
-    if args.html:
-        page = stamp_html(build_page(result, pages, f"dataset report: {', '.join(p.label for p in pages)}"), WRITER)
-        with guarded_write(args.html, "free space or pass --html on another disk, then run again"):
+    if page is not None:
+        kept = f"{args.json} is written and complete; " if args.json else ""
+        with guarded_write(args.html, f"{kept}free space or pass --html on another disk, then run again"):
             files["--html"].write(page)
         print(f"wrote {args.html} ({len(page):,} bytes)")
     print(f"report took {result['seconds']:.0f} s")

@@ -25,7 +25,7 @@ from datasets_io.collection.collector import instructed
 from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
-from datasets_io.readers import check_episode_ends, keypoints_from_pose
+from datasets_io.readers import check_episode_ends, check_zarr_layout, keypoints_from_pose
 from datasets_io.verify import executed_targets, imitation_marks
 from env import appearance
 from env.appearance import Appearance
@@ -200,13 +200,7 @@ def checked_replay_zarr(root: Path) -> dict:
     """`replay_zarr_record` of a replay zarr whose layout holds together (square RGB renders, one per target row,
     episode ends that cut the rows); bad input naming the damage otherwise, as dataset_report.py says it."""
     try:
-        data = zarr.open_group(str(root), mode="r")["data"]
-        rows, image = data["action"].shape[0], data["img"].shape
-        if len(image) != 4 or image[1] != image[2] or image[3] != 3:
-            raise ValueError(f"data/img has shape {image}; a replay zarr's renders are square RGB frames (N, S, S, 3)")
-        if image[0] != rows or data["state"].shape[0] != rows:
-            raise ValueError(f"data/img holds {image[0]} rows, data/state {data['state'].shape[0]}, data/action {rows}")
-        check_episode_ends(zarr_replay.read_array(zarr.open_group(str(root), mode="r")["meta"]["episode_ends"]), rows)
+        check_zarr_layout(zarr.open_group(str(root), mode="r"))
         return replay_zarr_record(root)
     except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
         raise BadInput(f"the replay zarr {str(root)!r} is damaged ({first_line(err)}); nothing was written; restore "
@@ -240,7 +234,7 @@ def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recor
             contacts = (streams["n_contacts"].rows(start, end).reshape(-1) if "n_contacts" in streams
                         else np.zeros(end - start))
             copy = EpisodeData(seed=zarr_replay.NO_SEED, success=False, max_coverage=float("nan"),
-                               image=np.round(streams["img"].rows(start, end)).astype(np.uint8),
+                               image=zarr_replay.renders(streams["img"].rows(start, end)),
                                agent_pos=state[:, :2], keypoints=keypoints_from_pose(state[:, 2:5]).reshape(
                                    -1, 16).astype(np.float32), block_pose=state[:, 2:5],
                                n_contacts=np.asarray(contacts, np.float32), action=action,

@@ -142,6 +142,16 @@ def write_quality(root: Path, quality: dict) -> None:
     zarr.open_group(str(root), mode="a").attrs["quality"] = quality
 
 
+def renders(rows: np.ndarray) -> np.ndarray:
+    """Stored renders (Diffusion Policy keeps float32 0-255) as uint8 pixels; ValueError for values no render holds
+    (NaN, infinities, outside 0-255), which a cast would silently turn into other pixels."""
+    if rows.dtype != np.uint8:
+        if not np.isfinite(rows).all() or rows.min(initial=0) < 0 or rows.max(initial=0) > 255:
+            raise ValueError("data/img holds values that are not pixels (NaN, infinite, or outside 0-255)")
+        rows = np.round(rows).astype(np.uint8)
+    return rows
+
+
 REQUIRED = ("data/action", "data/state", "meta/episode_ends")  # what a replay zarr's readers open
 
 
@@ -218,7 +228,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                 raise ValueError(f"meta/episode_appearance: episode {e}: {err}") from None
         episode = {name: values.rows(start, end) for name, values in data.items()}
         if image is not None:
-            episode["image"] = np.round(image.rows(start, end)).astype(np.uint8)
+            episode["image"] = renders(image.rows(start, end))
         yield facts, episode
         start = end
 
