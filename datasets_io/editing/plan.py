@@ -85,6 +85,9 @@ def parse_fractions(items: list[str]) -> dict[str, float]:
         if name in FORMAT_CHOICES:  # OUT/lerobot would read as one format of a collection, not a part
             raise BadInput(f"--fractions {item!r}: {name!r} is a format's name; name the parts otherwise, e.g. "
                            f"train=0.9 val=0.1")
+        if name == manifest.MANIFEST_NAME:  # the parts' own manifest lies beside them, under that name
+            raise BadInput(f"--fractions {item!r}: {name!r} is the name of the parts' manifest; name the parts "
+                           f"otherwise, e.g. train=0.9 val=0.1")
         if name in fractions:
             raise BadInput(f"--fractions names {name!r} twice; give each part once")
         fractions[name] = fraction

@@ -157,6 +157,7 @@ def test_workers_write_the_same_bytes(collection: Path, tmp_path: Path, capsys) 
     (["split", "{ds}/zarr", "--fractions", "a=0.5", "b=0.4"], "sum to 0.9"),
     (["split", "{ds}/zarr", "--fractions", "a=0.9", "b=0.1"], "leave part 'b' without an episode"),
     (["split", "{ds}/zarr", "--fractions", "a/b=1"], "NAME a folder name"),
+    (["split", "{ds}/zarr", "--fractions", "manifest.json=0.5", "b=0.5"], "the name of the parts' manifest"),
     (["select", "{ds}/zarr", "--workers", "0"], "--workers must be in [1, 1024]"),
 ])
 def test_bad_requests_are_one_line_and_write_nothing(collection: Path, tmp_path: Path, capsys, argv: list[str],
