@@ -71,7 +71,7 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def report(tmp_path: Path, capsys, *argv: str) -> tuple[dict, str]:
-    page, out = tmp_path / "report.html", tmp_path / "report.json"
+    page, out = tmp_path / "report" / "report.html", tmp_path / "report" / "report.json"  # beside the datasets
     code = dataset_report.main([*argv, "--html", str(page), "--json", str(out)])
     stdout, err = capsys.readouterr()
     assert code == 0, err
@@ -83,7 +83,8 @@ def test_the_page_has_every_section_and_the_reports_numbers(datasets, tmp_path: 
     ours, human = datasets
     result, text = report(tmp_path, capsys, str(ours), "--reference", str(human))
     page = Page(text)
-    assert page.sections == SECTIONS and page.generator == GENERATOR and written_by(WRITER)(tmp_path / "report.html")
+    assert page.sections == SECTIONS and page.generator == GENERATOR
+    assert written_by(WRITER)(tmp_path / "report" / "report.html")
     assert all(src.startswith("data:image/png;base64,") for _, src in page.images) and page.urls == [
         src for _, src in page.images]
     classes = [cls for cls, _ in page.images]
@@ -137,19 +138,19 @@ def test_chromium_draws_the_page_offline(datasets, tmp_path: Path, capsys) -> No
     # its embedded images (checked above), and the DOM Chromium built holds every image decoded
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1400,2400"]
-    dom = subprocess.run([*command, "--dump-dom", (tmp_path / "report.html").as_uri()], capture_output=True,
+    dom = subprocess.run([*command, "--dump-dom", (tmp_path / "report" / "report.html").as_uri()], capture_output=True,
                          text=True, timeout=120)
     assert dom.returncode == 0 and Page(dom.stdout).sections == SECTIONS
     assert not re.search(r"(src|href)=\"(?!data:)", dom.stdout)
-    subprocess.run([*command, f"--screenshot={shot}", (tmp_path / "report.html").as_uri()], capture_output=True,
-                   timeout=120, check=True)
+    subprocess.run([*command, f"--screenshot={shot}", (tmp_path / "report" / "report.html").as_uri()],
+                   capture_output=True, timeout=120, check=True)
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.std() > 20 and (pixels < 128).mean() > 0.01  # drawn: not one colour, not blank
 
 
 def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp_path: Path, capsys) -> None:
     ours, human = datasets
-    copy = Path(shutil.copytree(ours / "zarr", tmp_path / "zarr"))
+    copy = Path(shutil.copytree(ours / "zarr", tmp_path / "collection" / "zarr"))
     group = zarr.open_group(str(copy), mode="a")
     start, seed = int(group["meta"]["episode_ends"][1]), int(group["meta"]["episode_seed"][2])
     group["data"]["action"][start + 3] = group["data"]["action"][start + 3] + 60.0  # episode 2's fourth target
