@@ -109,10 +109,10 @@ def check_episode_ends(ends: np.ndarray, frames: int) -> None:
         raise ValueError(f"meta/episode_ends ends at frame {ends[-1]}, data/action holds {frames} frames")
 
 
-def check_zarr_layout(group: zarr.Group) -> None:
-    """ValueError unless a replay zarr's arrays hold together: as many states as target rows, square RGB renders
-    one per row (where it has renders), and episode ends that cut the rows (a copy of a half-written zarr, or a
-    hand-made one, fails here)."""
+def check_zarr_layout(group: zarr.Group) -> np.ndarray:
+    """A replay zarr's episode ends, once its arrays are known to hold together: as many states as target rows,
+    square RGB renders one per row (where it has renders), and ends that cut the rows (a copy of a half-written
+    zarr, or a hand-made one, fails here with a ValueError)."""
     data = group["data"]
     rows = data["action"].shape[0]
     if data["state"].shape[0] != rows:
@@ -123,7 +123,9 @@ def check_zarr_layout(group: zarr.Group) -> None:
             raise ValueError(f"data/img has shape {image}; a replay zarr's renders are square RGB frames (N, S, S, 3)")
         if image[0] != rows:
             raise ValueError(f"data/img holds {image[0]} rows, data/action {rows}")
-    check_episode_ends(zarr_replay.read_array(group["meta"]["episode_ends"]), rows)
+    ends = zarr_replay.read_array(group["meta"]["episode_ends"])
+    check_episode_ends(ends, rows)
+    return ends
 
 
 def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
@@ -132,8 +134,7 @@ def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     group = zarr.open_group(str(root), mode="r")
     data, meta = group["data"], group["meta"]
     state, action = zarr_replay.ArrayStream(data["state"]), zarr_replay.ArrayStream(data["action"])
-    check_zarr_layout(group)
-    ends = zarr_replay.read_array(meta["episode_ends"])
+    ends = check_zarr_layout(group)
     seeds = zarr_replay.read_array(meta["episode_seed"]) if "episode_seed" in meta else None
     imitate = zarr_replay.ArrayStream(data["imitate"]) if "imitate" in data else None
     successes = zarr_replay.read_array(meta["episode_success"]) if "episode_success" in meta else None

@@ -25,7 +25,7 @@ from datasets_io.collection.collector import instructed
 from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
-from datasets_io.readers import check_episode_ends, check_zarr_layout, keypoints_from_pose
+from datasets_io.readers import check_zarr_layout, keypoints_from_pose
 from datasets_io.verify import executed_targets, imitation_marks
 from env import appearance
 from env.appearance import Appearance
@@ -221,8 +221,7 @@ def _copied_episodes(root: Path, position: int, frames: Container[int]) -> Itera
 def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recorded]:
     group = zarr.open_group(str(root), mode="r")
     data = group["data"]
-    ends = zarr_replay.read_array(group["meta"]["episode_ends"])
-    check_episode_ends(ends, data["action"].shape[0])
+    ends = check_zarr_layout(group)
     streams = {name: zarr_replay.ArrayStream(data[name]) for name in ("state", "action", "n_contacts", "img")
                if name in data and (frames or name == "action")}  # an empty `frames`: the targets only
     start = 0
