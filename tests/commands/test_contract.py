@@ -246,3 +246,37 @@ def test_every_generated_bad_value_is_one_line_and_exit_2(command: str, tmp_path
 
     case()
     assert not found, "\n".join(sorted(set(found)))
+
+
+def config_keys() -> dict[str, str]:
+    """Every key train.py's --set takes (the wrapper's as env.KEY), with its declared type."""
+    import dataclasses
+
+    from training.config import TrainConfig
+
+    keys = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig) if f.name not in ("sac", "env")}
+    for part, prefix in ((TrainConfig().sac, ""), (TrainConfig().env, "env.")):
+        keys |= {prefix + f.name: str(f.type) for f in dataclasses.fields(part)}
+    return keys
+
+
+def test_a_bad_value_for_every_config_key_is_one_line_naming_it(tmp_path: Path) -> None:
+    """Each of train.py's settings, the day it is declared: a value of no declared type (a list), and for a number
+    a NaN, is exit 2 with one line naming the key, the folder as it was."""
+    cases = [(key, "[1, 2]") for key in config_keys()]
+    cases += [(key, "nan") for key, kind in config_keys().items() if kind.startswith(("float", "int"))]
+    zygote = Zygote("train")
+    broken = []
+    for n, (key, value) in enumerate(cases):
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        prepare(folder)
+        before = tree(folder)
+        code, _, stderr, _ = zygote.run([*BASE["train"], "--set", f"{key}={value}"], folder)
+        lines = stderr.strip().splitlines()
+        if code != 2 or len(lines) != 1 or not lines[0].startswith("error:") or key not in lines[0]:
+            broken.append(f"{key}={value}: exit {code}, {lines[-1:] or 'no message'}")
+        elif tree(folder) != before:
+            broken.append(f"{key}={value}: refused, but the folder changed")
+    zygote.close()
+    assert len(cases) > 60 and not broken, "\n".join(broken)
