@@ -4,11 +4,11 @@ ratio candidate / baseline. Issue 52's yardstick: the default recipe against the
 
 The rate is measured over the learning phase only, from the wall clock at the first env step past the warm-up to the
 end (the trainer's own logged rate is per episode and noisier); evaluation and checkpoints are off, so both recipes
-pay for the same things. Rounds alternate A B A B so a slow minute of the machine costs both; the medians and their
-ratio are printed.
+pay for the same things. Rounds alternate A B A B (A B C … with several candidates) so a slow minute of the machine
+costs all; the medians and each candidate's ratio to the baseline are printed.
 
     python benchmarks/recipe_speed.py --baseline configs/old.yaml --candidate configs/sac_configs.yaml \\
-        [--baseline-set KEY=VALUE ...] [--candidate-set KEY=VALUE ...] [--random-steps 5000] \\
+        [--baseline-set KEY=VALUE ...] [--candidate-set KEY=VALUE ... [--candidate-set ...]] [--random-steps 5000] \\
         [--learning-steps 25000] [--rounds 2] [--threads 2]
 """
 
@@ -63,14 +63,20 @@ def main() -> None:
     parser.add_argument("--baseline", required=True, help="the baseline recipe's config file")
     parser.add_argument("--candidate", help="the candidate's config file (default: the embedded default recipe)")
     parser.add_argument("--baseline-set", nargs="+", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--candidate-set", nargs="+", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--candidate-set", nargs="+", action="append", metavar="KEY=VALUE",
+                        help="the candidate's settings; give it again for more candidates, each timed and compared "
+                             "with the same baseline runs")
     parser.add_argument("--random-steps", type=int, default=5000, help="warm-up env steps (not timed)")
     parser.add_argument("--learning-steps", type=int, default=25000, help="timed env steps (issue 52: >= 20k)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="torch threads of both recipes")
     args = parser.parse_args()
-    recipes = {"baseline": load_config(args.baseline, args.baseline_set),
-               "candidate": load_config(args.candidate, args.candidate_set)}
+    sets = args.candidate_set or [[]]
+    recipes = {"baseline": load_config(args.baseline, args.baseline_set)}
+    recipes.update({"candidate" if len(sets) == 1 else f"candidate {i + 1}": load_config(args.candidate, pairs)
+                    for i, pairs in enumerate(sets)})
+    for name, pairs in zip(list(recipes)[1:], sets, strict=True):
+        print(f"{name}: {' '.join(pairs) or '(no --set)'}")
     print(f"torch {torch.__version__}, {args.threads} thread(s); {args.random_steps} warm-up + "
           f"{args.learning_steps} timed env steps a run, {args.rounds} round(s) A B", flush=True)
     rates: dict[str, list[float]] = {name: [] for name in recipes}
@@ -78,10 +84,12 @@ def main() -> None:
         for name, config in recipes.items():
             rate, wall = learning_rate(config, args.random_steps, args.learning_steps, args.threads)
             rates[name].append(rate)
-            print(f"round {round_ + 1} {name:9s}: {rate:7.1f} env steps/s while learning ({wall:.0f} s wall)",
+            print(f"round {round_ + 1} {name:11s}: {rate:7.1f} env steps/s while learning ({wall:.0f} s wall)",
                   flush=True)
-    base, cand = statistics.median(rates["baseline"]), statistics.median(rates["candidate"])
-    print(f"median: baseline {base:.1f}, candidate {cand:.1f} env steps/s while learning: ratio {cand / base:.2f}x")
+    base = statistics.median(rates.pop("baseline"))
+    for name, values in rates.items():
+        cand = statistics.median(values)
+        print(f"median: baseline {base:.1f}, {name} {cand:.1f} env steps/s while learning: ratio {cand / base:.2f}x")
 
 
 if __name__ == "__main__":
