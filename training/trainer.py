@@ -23,7 +23,7 @@ from protocol.pusht_eval import EVAL_START_SEED, EpisodeTracker, eval_env_option
 from sac import ReplayBuffer, SACAgent
 from sac.n_step import NStepAggregator, Transition
 from sac.utils import seed_everything
-from training.checks import check_device, check_env, check_memory
+from training.checks import check_device, check_env, check_memory, slow_bf16_warning
 from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger
 from training.run_folders import claimed, discard_previous_run, discard_unsaved_run
@@ -73,6 +73,8 @@ class Trainer:
         config.env.shaping_gamma = config.sac.gamma  # the potential shaping stays exact with the agent's γ
         check_device(config.device)
         check_env(config.env_id)
+        if warning := slow_bf16_warning(config.sac.bf16, config.device):
+            tqdm.write(f"warning: {warning}", file=sys.stderr)
         seed_everything(config.seed)
         self.env = make_env(config.env_id, config.env, decisions=True)
         self.eval_env = make_env(config.env_id, eval_env_options(config.env))

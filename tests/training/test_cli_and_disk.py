@@ -10,6 +10,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 from conftest import run_script
 
 import train
@@ -93,3 +94,35 @@ def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypa
     assert not list((tmp_path / "ckpt").glob(".*.tmp"))
     path, _ = load_latest(tmp_path / "ckpt")
     assert path == kept
+
+
+def test_bf16_on_a_cpu_without_native_bfloat16_is_warned_about_once_before_training(tmp_path, monkeypatch):
+    """Where the CPU cannot multiply bfloat16 itself, torch emulates it and training crawls: the run says so and
+    still trains (the setting is valid, only slow); a CPU with AVX512-BF16 or AMX, fp32, or a GPU get no warning."""
+    from training import checks
+
+    plain = {"cpu_name": "Some CPU", "avx2": True, "avx512_bf16": False, "amx_bf16": False}
+    monkeypatch.setattr(checks.torch.cpu, "get_capabilities", lambda: plain)
+    warning = checks.slow_bf16_warning(True, "cpu")
+    assert warning is not None and "Some CPU" in warning and "set bf16=false" in warning
+    assert checks.slow_bf16_warning(False, "cpu") is None
+    assert checks.slow_bf16_warning(True, "cuda") is None
+    for native in ("avx512_bf16", "amx_bf16"):
+        monkeypatch.setattr(checks.torch.cpu, "get_capabilities", lambda native=native: {**plain, native: True})
+        assert checks.slow_bf16_warning(True, "cpu") is None
+
+    native = cpu_flags_have_native_bf16()
+    result = run_script("train.py", "--set", *folders(tmp_path), *TINY, "episodes=1", "bf16=true")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: bf16=true")]
+    assert len(warned) == (0 if native else 1)
+
+
+def cpu_flags_have_native_bf16() -> bool:
+    """The kernel's own word on this CPU, not torch's: its flags name avx512_bf16 or amx_bf16."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        pytest.skip("no /proc/cpuinfo to tell whether this CPU multiplies bfloat16 natively")
+    flags = {flag for line in cpuinfo.read_text().splitlines() if line.startswith("flags")
+             for flag in line.partition(":")[2].split()}
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
