@@ -32,7 +32,7 @@ class SACHyperParams:
     target_entropy: float | None = None  # None: −|A|
     init_alpha: float = 1.0
     layer_norm: bool = True  # LayerNorm after each hidden layer of the critics
-    bf16: bool = False  # bfloat16 autocast for the update's matmuls: fast on CPUs with AVX512-BF16 or AMX, slow elsewhere
+    bf16: bool = False  # bfloat16 autocast for the update's matmuls: fast with AVX512-BF16 or AMX, slow elsewhere
     compile: bool = False  # torch.compile the update (pays on long runs: ~1 min to compile)
     # CUDA only: replay the whole update as one captured CUDA graph. On a GPU the eager update is host-bound (≈ 250
     # small kernels, the GPU idle most of the time); a graph launches them at once.
