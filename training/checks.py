@@ -28,13 +28,18 @@ def check_device(device: str) -> None:
                           f"{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1}); set device to one of them")
 
 
+def native_bf16(capabilities: dict) -> bool:
+    """Whether a CPU (torch.cpu.get_capabilities()) multiplies bfloat16 itself: AVX512-BF16 or AMX."""
+    return bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
+
+
 def slow_bf16_warning(bf16: bool, device: str) -> str | None:
     """bfloat16 autocast pays only where the CPU multiplies bfloat16 itself (AVX512-BF16 or AMX); elsewhere oneDNN
     emulates it, and a bf16 update ran ~20x slower than fp32 on an AVX2 EPYC (docs/experiments.md): say so up front."""
     if not bf16 or device != "cpu":
         return None
     capabilities = torch.cpu.get_capabilities()
-    if capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"):
+    if native_bf16(capabilities):
         return None
     return (f"bf16=true on a CPU without native bfloat16 matrix products ({capabilities.get('cpu_name', 'this CPU')}, "
             f"no AVX512-BF16 or AMX): torch emulates them and training runs many times slower than fp32; "
