@@ -14,7 +14,7 @@ from typing import BinaryIO, NoReturn
 
 from common import interrupts
 from common.files import WriteError, atomic_file, ensure_writable_dir, tree_state
-from common.ownership import dataset_holding
+from common.ownership import refusal
 
 # The exit codes every script shares (each one's --help lists them).
 EXIT_SHORT = 1  # the work ran and fell short: fewer episodes than asked, or --verify found a problem
@@ -181,11 +181,11 @@ def refuse_symlink(path: Path, option: str) -> None:
 
 
 def refuse_inside_dataset(path: Path, option: str) -> None:
-    """The one rule for outputs beside datasets: none is written inside a dataset of ours, which would then fail
-    its checksums (a dataset's own writers build it in DIR.partial, beside it)."""
-    if (holder := dataset_holding(path)) is not None:
-        raise BadInput(f"{option} {str(path)!r} is inside the dataset {str(holder)!r}, which would then fail its "
-                       f"checks; write it outside the dataset")
+    """The one rule for outputs beside datasets: none is written inside a folder of ours (a dataset, a collection,
+    a staging folder: common.ownership.folder_of_ours), which would then fail its checksums, or swap the file into
+    a dataset, or delete it with the staging folder (a dataset's own writers build it in DIR.partial, beside it)."""
+    if (problem := refusal(path, option, "write it outside that folder")) is not None:
+        raise BadInput(problem)
 
 
 def check_writable_dir(directory: str | Path, option: str) -> list[Path]:

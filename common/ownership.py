@@ -22,11 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.files import CheckpointError, load_file
+from common.staging import is_staging
 
 STAMP_KEY = "written_by"  # the JSON key, the PNG text keyword
 # A dataset folder of ours carries a manifest of every file it holds (datasets_io/manifest.py writes it)
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "pusht_sac.manifest/1"
+# In each format's manifest of a multi-format collection: the formats written together (the folder above is ours)
+COLLECTION_KEY = "collection_formats"
 _ZEROS = "0" * 64
 _STAMP = re.compile(rb"pusht_sac (\S+) sha256:([0-9a-f]{64})")
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -123,17 +126,54 @@ def torch_file_of(*formats: str) -> Callable[[Path], bool]:
     return test
 
 
-def dataset_holding(path: Path) -> Path | None:
-    """The dataset of ours that `path` is or lies inside (a folder carrying our manifest: a format's dataset, or a
-    split's parts under one manifest), or None. A file written there would make the dataset fail its checks."""
+def _our_manifest(folder: Path) -> dict | None:
+    """The manifest of ours at the root of `folder`, or None (none there, unreadable, or a JSON not ours)."""
+    manifest = folder / MANIFEST_NAME
+    if not manifest.is_file():
+        return None
+    try:
+        found = json.loads(manifest.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and found.get("format") == MANIFEST_FORMAT else None
+
+
+def _collection_root(folder: Path) -> bool:
+    """Whether `folder` is the root of a multi-format collection: a sub-folder's manifest names the collection's
+    formats (COLLECTION_KEY) and that sub-folder is one of them."""
+    try:
+        children = [child for child in folder.iterdir() if (child / MANIFEST_NAME).is_file()]
+    except OSError:
+        return False
+    for child in children:
+        manifest = _our_manifest(child)
+        names = manifest.get(COLLECTION_KEY) if manifest else None
+        if isinstance(names, list) and child.name in names:
+            return True
+    return False
+
+
+def folder_of_ours(path: Path) -> tuple[Path, str] | None:
+    """The folder of ours that `path` is or lies inside, and what it is, or None: a dataset (a format's dataset, or
+    a split's parts under one manifest), a multi-format collection's root, or a staging folder (a `DIR.partial`
+    being written, left by a dead run or kept; a `DIR.old` being replaced). A file written there would make a
+    dataset fail its checks, be swapped into one, or be deleted with the staging folder."""
     resolved = Path(path).resolve()
     for folder in (resolved, *resolved.parents):
-        manifest = folder / MANIFEST_NAME
-        if not manifest.is_file():
-            continue
-        try:
-            if json.loads(manifest.read_bytes()).get("format") == MANIFEST_FORMAT:
-                return folder
-        except (OSError, ValueError, AttributeError):
-            continue  # unreadable, or a JSON that is not ours
+        if _our_manifest(folder) is not None:
+            return folder, "the dataset"
+        if is_staging(folder):
+            return folder, "the staging folder of a dataset run (its `.partial` or `.old`)"
+        if _collection_root(folder):
+            return folder, "the multi-format collection"
     return None
+
+
+def refusal(path: Path | str, option: str, advice: str) -> str | None:
+    """The one line refusing an output `option` at `path` inside a folder of ours (`folder_of_ours`), or None."""
+    found = folder_of_ours(Path(path))
+    if found is None:
+        return None
+    holder, what = found
+    return (f"{option} {str(path)!r} is inside {what} {str(holder)!r}, which would then fail its checks or lose "
+            f"the file; {advice}")

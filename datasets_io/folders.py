@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import staging
+from common import ownership, staging
 from common.cli import BadInput
 from common.files import read_only_in, symlink_in
 from datasets_io import formats, manifest
@@ -60,12 +60,23 @@ def check_input(path: str | Path) -> Path:
 
 def dataset_holding(output: Path) -> Path | None:
     """The dataset folder of ours that `output` would be inside, or None: a format's dataset, a split's parts, or a
-    multi-format collection (which common.ownership's rule, by manifest alone, cannot tell from a folder of
-    datasets)."""
+    multi-format collection (common.ownership's rule, and by their formats those written before their manifests
+    named the collection)."""
     for folder in output.resolve().parents:
         if folder.is_dir() and (formats.detect(folder) is not None or formats.find(folder)
-                                or (folder / manifest.MANIFEST_NAME).is_file()):
+                                or ownership.folder_of_ours(folder) is not None):
             return folder
+    return None
+
+
+def output_refusal(path: str | Path, option: str) -> str | None:
+    """Why a file or folder output `option` may not be written at `path`: inside a folder of ours (common's rule,
+    or a collection written before its manifests named it), or None."""
+    if (problem := ownership.refusal(path, option, "write it outside that folder")) is not None:
+        return problem
+    if (holder := dataset_holding(Path(path))) is not None:
+        return (f"{option} {str(path)!r} is inside the dataset {str(holder)!r}, which would then fail its checks; "
+                f"write it outside the dataset")
     return None
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from common.files import atomic_write_bytes, sha256_file
-from common.ownership import MANIFEST_FORMAT, MANIFEST_NAME
+from common.ownership import COLLECTION_KEY, MANIFEST_FORMAT, MANIFEST_NAME
 from common.staging import is_marker
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "ignored", "read", "unlisted", "write"]
@@ -36,10 +37,14 @@ def _files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def write(root: Path) -> None:
-    """Hash every file of the dataset at `root` into its manifest (replacing the previous one)."""
+def write(root: Path, collection: Sequence[str] = ()) -> None:
+    """Hash every file of the dataset at `root` into its manifest (replacing the previous one). `collection`: the
+    formats written together when there are several, so the folder above is known as ours
+    (common.ownership.folder_of_ours) by any command, without reading any format."""
     files = {name: {"bytes": (root / name).stat().st_size, "sha256": sha256_file(root / name)} for name in _files(root)}
     manifest = {"format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
+    if len(collection) > 1:
+        manifest[COLLECTION_KEY] = list(collection)
     atomic_write_bytes(root / MANIFEST_NAME, (json.dumps(manifest, indent=1) + "\n").encode())
 
 

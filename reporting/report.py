@@ -157,9 +157,8 @@ def check_outputs_apart(args: ReportRequest, datasets: dict[Path, str]) -> None:
         if inside:
             raise BadInput(f"{flag} {path!r} is inside the dataset {datasets[inside[0]]!r}, which would then fail "
                            f"its checksums; write it outside the datasets")
-        if where and (holder := folders.dataset_holding(where)) is not None:  # any dataset of ours, not only these
-            raise BadInput(f"{flag} {path!r} is inside the dataset {str(holder)!r}, which would then fail its "
-                           f"checks; write it outside the dataset")
+        if where and (problem := folders.output_refusal(path, flag)) is not None:  # any folder of ours
+            raise BadInput(problem)
     check_distinct_outputs({flag: outputs[flag] for flag in ("--json", "--plot", "--html")})
 
 

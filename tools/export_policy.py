@@ -27,12 +27,16 @@ from common.ownership import torch_file_of  # noqa: E402
 from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--overwrite", action="store_true", help="replace a policy file written earlier")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         try:

@@ -89,12 +89,16 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, O
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--log-dir", default="logs", type=Path)
     parser.add_argument("--output", default=Path("curves"), type=Path, help="folder of the PNGs (default: curves)")
     parser.add_argument("--overwrite", action="store_true", help="replace PNGs this tool drew there before")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}

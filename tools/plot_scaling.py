@@ -36,7 +36,7 @@ def rows_with_steps(imitation: dict) -> list[dict]:
             for row in imitation["summary"]]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", type=Path)
     parser.add_argument("--output", required=True)
@@ -45,7 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exec-horizon", type=int, nargs="+", help="horizons to draw (default: all)")
     parser.add_argument("--x", choices=sorted(AXES), default="frames", help="the horizontal axis (default: frames)")
     parser.add_argument("--title", help="default: success against the --x axis")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         rows = []

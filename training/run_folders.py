@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from common.files import ensure_writable_dir, remove_created_dirs
 from common.locks import FileLock, LockHeld
-from common.ownership import dataset_holding
+from common.ownership import refusal
 from protocol.checkpoints import list_checkpoints, remove_stale_temp_files
 from training.config import ConfigError, TrainConfig
 
@@ -28,10 +28,9 @@ def prepare_folders(config: TrainConfig) -> list[Path]:
             remove_created_dirs(created)
             raise ConfigError(f"{option} {getattr(config, option)!r} is a symbolic link; outputs are never written "
                               f"through one: set {option} to the real path")
-        if (holder := dataset_holding(Path(getattr(config, option)))) is not None:
+        if (problem := refusal(getattr(config, option), option, f"set {option} to a folder outside it")) is not None:
             remove_created_dirs(created)
-            raise ConfigError(f"{option} {getattr(config, option)!r} is inside the dataset {str(holder)!r}, which "
-                              f"would then fail its checks; set {option} to a folder outside it")
+            raise ConfigError(problem)
         try:
             created += ensure_writable_dir(getattr(config, option))
         except OSError as err:

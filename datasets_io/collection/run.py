@@ -116,7 +116,7 @@ def collect(plan: Plan) -> int:
                 quality = store_quality(stage.path, plan.formats)
                 write_cards(stage.path, plan, record, quality)
                 for root in formats.layout(stage.path, plan.formats).values():
-                    manifest.write(root)
+                    manifest.write(root, plan.formats)
                 try:
                     stage.commit()
                 except staging.StagingError as err:

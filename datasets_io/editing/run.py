@@ -67,7 +67,7 @@ def edit(plan: EditPlan) -> int:
                 for name, root in part_roots.items():
                     card.write_card(root, title + (f"/{name}" if len(part_roots) > 1 else ""), name, plan.record,
                                     quality, [other for other in part_roots if other != name])
-                    manifest.write(root)
+                    manifest.write(root, list(part_roots))
             if plan.parts[0].name:  # a split: one manifest over its parts says the folder is ours as a whole
                 manifest.write(stage.path)
             try:
