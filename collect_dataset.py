@@ -122,8 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--instructions", metavar="fixed|paraphrase|FILE",
                         help="each episode's language instruction: fixed (gym-pusht's one task sentence), paraphrase "
                              f"(one of our {len(PARAPHRASES)} paraphrases, drawn from the episode's seed; "
-                             "datasets_io/instructions.py) or FILE (a UTF-8 file of sentences, one a line) (default "
-                             "fixed; with --resume: the dataset's own)")
+                             "datasets_io/instructions.py; under --appearance colors|full the same sentences without "
+                             "colour words, which the look redraws) or FILE (a UTF-8 file of sentences, one a line; "
+                             "none naming a colour under a varied look) (default fixed; with --resume: the "
+                             "dataset's own)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")

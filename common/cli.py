@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -82,6 +83,29 @@ def check_finite(args: argparse.Namespace | dict) -> None:
                 raise BadInput(f"--{key.replace('_', '-')} must be a finite number, got {number}")
             if isinstance(number, int) and not isinstance(number, bool) and not -2**63 <= number < 2**63:
                 raise BadInput(f"--{key.replace('_', '-')} must be within 64 bits (below 2**63), got {number}")
+
+
+def read_input_file(path: str | Path, option: str, advice: str, limit: int) -> bytes:
+    """The bytes of a user's input file, at most `limit` of them: a regular file, checked before it is opened (a
+    FIFO's open waits for a writer, deaf to Ctrl-C; a device such as /dev/zero never ends), or one line of BadInput
+    ending in `advice`."""
+    if not str(path):
+        raise BadInput(f"{option} is empty; {advice}")
+    try:
+        kind = os.stat(path).st_mode
+        if stat.S_ISDIR(kind):
+            raise BadInput(f"{option} {str(path)!r} is a folder; {advice}")
+        if not stat.S_ISREG(kind):
+            raise BadInput(f"{option} {str(path)!r} is not a regular file (a device, pipe or socket); {advice}")
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise BadInput(f"{option} {str(path)!r} does not exist; {advice}") from None
+    except OSError as err:
+        raise BadInput(f"{option} {str(path)!r} cannot be read ({err.strerror or err}); {advice}") from None
+    if len(raw) > limit:
+        raise BadInput(f"{option} {str(path)!r} is over {limit // 1024} KiB, larger than any such file; {advice}")
+    return raw
 
 
 @dataclass(frozen=True)

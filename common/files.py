@@ -213,16 +213,22 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dic
     failure becomes a CheckpointError naming it (`NotACheckpointError` for a readable file that is not one of ours,
     `UnsafeCheckpointError` for one that needs more than tensors and plain data)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {str(path)!r} is a folder; pass a file in it")
+    if not path.is_file():  # a pipe or a device: opening or reading it could wait or run for ever
+        raise CheckpointError(f"checkpoint {str(path)!r} is not a regular file (a device, pipe or socket)")
     try:
         with torch.serialization.safe_globals(LEGACY_SAFE_GLOBALS):
             data = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         found = _UNSAFE_GLOBAL.search(str(err))
-        needs = found.group(1) if found else "objects beyond tensors and plain data"
-        raise UnsafeCheckpointError(f"{str(path)!r} needs {needs} to load, which could run code; it was refused "
-                                    f"unread") from None
+        if not found:  # not a pickle at all (a text or JSON file, a truncated download)
+            raise NotACheckpointError(f"{str(path)!r} is not a torch file (not a pusht_sac checkpoint or policy "
+                                      f"file)") from None
+        raise UnsafeCheckpointError(f"{str(path)!r} needs {found.group(1)} to load, which could run code; it was "
+                                    f"refused unread") from None
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise CheckpointError(f"checkpoint {str(path)!r} is unreadable or corrupt ({type(err).__name__})") from None
     if not isinstance(data, dict) or "format" not in data:

@@ -237,9 +237,11 @@ def stale_partial(final: Path, replace_allowed: bool, rerun: str) -> Path | None
         raise StagingError(f"another run is writing {str(final)!r} ({partial.name} is locked); wait for it or choose "
                            f"another --output")
     if not replace_allowed:
-        intact = f"{str(final)!r} is intact" if final.exists() else "no episode of that run was saved"
-        raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r} ({intact}); nothing "
-                           f"was touched: rerun with {rerun}")
+        if not final.exists():  # nothing saved to go on from: the same command again starts it afresh
+            raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r} (nothing of it "
+                               f"was saved); nothing was touched: run the same command again with --overwrite")
+        raise StagingError(f"{str(partial)!r} is left from an interrupted run on {str(final)!r} ({str(final)!r} is "
+                           f"intact); nothing was touched: rerun with {rerun}")
     return partial
 
 

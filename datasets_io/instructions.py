@@ -9,17 +9,19 @@ that list and its seed alone, so --verify writes every task table and per-frame 
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from common.cli import BadInput
+from common.cli import BadInput, read_input_file
 from datasets_io.episode import TASK
 
 MODES = ("fixed", "paraphrase")  # what --instructions names; anything else is a file of sentences
 INSTRUCTION_STREAM = 7  # the random stream of a seed that picks its sentence (appearance uses 1-3)
 MAX_CHARS = 300  # a longer line is not an instruction (likely a file of something else)
+MAX_FILE_BYTES = 1024 * 1024  # a file of instructions is far smaller; a larger one is something else
 # Ours: synonyms for the block (T-shaped block, T piece, tee), the target (outline, goal region, green T), the
 # verb (push, slide, move, nudge, align), other word orders, imperative and descriptive forms.
 PARAPHRASES: tuple[str, ...] = (
@@ -52,19 +54,53 @@ PARAPHRASES: tuple[str, ...] = (
 )
 
 
+# Words that name a colour: under a look that redraws the scene's colours (any level but "none") an instruction naming
+# one would contradict its frames (a "green T outline" over a yellow goal), and a learner would learn the wrong word.
+COLOUR_WORDS = re.compile(r"\b(green|gr[ae]y|red|blue|yellow|white|black|orange|purple|pink|brown|cyan|magenta|"
+                          r"violet|beige|golden|silver)\b", re.IGNORECASE)
+# The paraphrases said without colours, index for index (so a seed picks the same sentence, in other words): what
+# `paraphrase` means under a varied look.
+COLOUR_FREE: tuple[str, ...] = tuple({
+    "Slide the T-shaped block onto the green T outline.": "Slide the T-shaped block onto the T outline.",
+    "Push the grey T into the goal region.": "Push the T into the goal region.",
+    "Get the T block to sit exactly on the green T.": "Get the T block to sit exactly on the target T.",
+    "Using the round pusher, move the T block onto the green target.":
+        "Using the round pusher, move the T block onto the target.",
+    "Cover the green T-shaped area with the grey T block.": "Cover the T-shaped area with the T block.",
+    "Match the T block's position and angle to the green T.": "Match the T block's position and angle to the target T.",
+    "Shove the T-shaped object onto the goal marked by the green T.":
+        "Shove the T-shaped object onto the goal marked by the T outline.",
+    "Make the grey T overlap the green T as fully as you can.":
+        "Make the movable T overlap the target T as fully as you can.",
+    "Guide the T-shaped block into the matching green outline.": "Guide the T-shaped block into the matching outline.",
+    "Line the tee up with the green tee by pushing it.": "Line the tee up with the target tee by pushing it.",
+}.get(sentence, sentence) for sentence in PARAPHRASES)
+
+
+def colour_named(sentence: str) -> str | None:
+    """The first colour word `sentence` names, or None."""
+    found = COLOUR_WORDS.search(sentence)
+    return found[0] if found else None
+
+
+def colour_problems(collection: dict) -> list[str]:
+    """Where a collection's instructions name a colour its looks redraw (its level is not "none"), one line each."""
+    level = collection.get("appearance", "none")
+    if level == "none":
+        return []
+    return [f"instructions: {sentence!r} names the colour {colour_named(sentence)!r}, which the episodes' looks "
+            f"({level}) redraw" for sentence in collection.get("instructions") or [] if colour_named(sentence)]
+
+
 def read_paraphrases(path: str) -> tuple[str, ...]:
     """The sentences of a user's file: UTF-8 text, one instruction a line (blank lines and `#` comments skipped);
     bad input naming what is wrong otherwise."""
-    file = Path(path)
     advice = "give a UTF-8 text file of instructions, one a line, or --instructions fixed|paraphrase"
+    if path and not os.path.lexists(path):
+        raise BadInput(f"--instructions {path!r} is neither {' nor '.join(MODES)} nor a file; {advice}")
+    raw = read_input_file(path, "--instructions", advice, MAX_FILE_BYTES)
     try:
-        text = file.read_bytes().decode("utf-8")
-    except IsADirectoryError:
-        raise BadInput(f"--instructions {path!r} is a folder; {advice}") from None
-    except FileNotFoundError:
-        raise BadInput(f"--instructions {path!r} is neither {' nor '.join(MODES)} nor a file; {advice}") from None
-    except OSError as err:
-        raise BadInput(f"--instructions {path!r} cannot be read ({err.strerror}); {advice}") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"--instructions {path!r} is not UTF-8 text; {advice}") from None
     lines = [line.strip() for line in text.splitlines()]
@@ -81,11 +117,20 @@ def read_paraphrases(path: str) -> tuple[str, ...]:
     return sentences
 
 
-def resolve(option: str) -> tuple[str, ...] | None:
-    """The sentences `--instructions` names (None: fixed, the one task)."""
+def resolve(option: str, level: str = "none") -> tuple[str, ...] | None:
+    """The sentences `--instructions` names for episodes drawn at the appearance `level` (None: fixed, the one
+    task): under a level that redraws colours, `paraphrase` is its colour-free sentences, and a user's file naming a
+    colour is refused."""
     if option == "fixed":
         return None
-    return PARAPHRASES if option == "paraphrase" else read_paraphrases(option)
+    if option == "paraphrase":
+        return PARAPHRASES if level == "none" else COLOUR_FREE
+    sentences = read_paraphrases(option)
+    if level != "none" and (named := next((s for s in sentences if colour_named(s)), None)) is not None:
+        raise BadInput(f"--instructions {option!r}: {named[:60]!r} names the colour {colour_named(named)!r}, which "
+                       f"--appearance {level} redraws, so the words would contradict the frames; remove colours from "
+                       f"the sentences or collect with --appearance none")
+    return sentences
 
 
 def tasks(collection: dict) -> list[str]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from common import interrupts
 from common.cli import EXIT_SHORT, BadInput, counted
-from datasets_io import card, derived, folders, formats, lerobot_stats, manifest
+from datasets_io import card, derived, folders, formats, instructions, lerobot_stats, manifest
 from datasets_io.collection.perturbation import Perturbation, replayed_labels
 from datasets_io.dp_keypoints import dp_keypoints
 from datasets_io.episode import replay
@@ -163,6 +163,7 @@ def check_metadata(root: Path, fmt: str, collection: dict) -> list[str]:
     file."""
     _require(root, fmt)
     return (FORMATS[fmt].check_metadata(root, collection) + derived.problems(root, fmt, collection)
+            + instructions.colour_problems(collection)
             + card.card_problems(root, fmt, collection))  # last: a card differs where its inputs do
 
 
@@ -280,6 +281,10 @@ def demonstrator_labels(collection: dict, checkpoint: str | None) -> LabelSource
     """For a perturbed collection, what recomputes its labels: the demonstrator that collected it (or `checkpoint`)
     replaying each episode. None, with a line saying why, when there is nothing to check or nothing to check with."""
     if not Perturbation(**(collection.get("perturbation") or {})).active:
+        if checkpoint is not None:  # named, so the user expects it used: never silently ignored
+            load_checked_policy(PolicySource(checkpoint))  # a bad file is one line, as everywhere
+            print(f"labels: {checkpoint} not used: this collection has no perturbed episodes, so no labels to "
+                  f"recompute")
         return None
     if checkpoint is None:
         used = sorted({str(run["policy"]) for run in collection["runs"]})

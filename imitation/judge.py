@@ -32,7 +32,7 @@ from imitation import flow, image, mlp, unet
 from imitation.evaluation import evaluate_learner
 from imitation.policy import ChunkPolicy
 from imitation.training import LearnerConfig, step_counter
-from protocol.pusht_eval import wilson_interval
+from protocol.pusht_eval import EpisodeRecord, summarize, wilson_interval
 
 # (episodes, config, progress, work_dir: where training checkpoints live, or None) → (policy, training record)
 Fit = Callable[[Sequence[Demonstration], LearnerConfig, bool, Path | None], tuple[ChunkPolicy, dict]]
@@ -64,6 +64,20 @@ class Job:
     frames: int  # frames actually used (whole episodes)
     learner: str
     seed: int
+    content: str = ""  # what the learner trains on (`episodes_digest`): a stored job is reused for the same data only
+
+
+def episodes_digest(episodes: Sequence[Demonstration]) -> str:
+    """The SHA-256 of what a learner sees of `episodes` (every per-frame array, images included where read, and
+    what each episode records): a folder replaced by other data of the same length keys other jobs."""
+    digest = hashlib.sha256()
+    for ep in episodes:
+        digest.update(repr((ep.seed, ep.success, ep.source, ep.appearance and ep.appearance.dumps())).encode())
+        for array in (ep.agent_pos, ep.action, ep.keypoints, ep.imitate, ep.image):
+            if array is not None:
+                digest.update(f"{array.dtype}{array.shape}".encode())
+                digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 QUICK = "quick"  # an overrides key: True trains each learner for its cheap `steps`, not its full budget
@@ -151,6 +165,15 @@ def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence
             **({"eval_appearance": others} if others else {})}
 
 
+def summaries_hold(result: dict) -> bool:
+    """Whether every summary in a job's result is the protocol's summary of its own episodes (a stored job whose
+    figures were edited is not reused)."""
+    tables = [result["exec_horizon"], *result.get("eval_appearance", {}).values()]
+    return all(entry["summary"] == json.loads(json.dumps(summarize([EpisodeRecord.from_json(e)
+                                                                        for e in entry["episodes"]])))
+               for table in tables for entry in table.values())
+
+
 class JobStore:
     """Finished jobs kept one file each in a folder, so an interrupted or extended judgement redoes nothing."""
 
@@ -192,7 +215,12 @@ class JobStore:
             return None
         try:
             stored = json.loads(self._path(key).read_text())
-            return stored["result"] if stored.get("key") == key else None
+            if stored.get("key") != key:
+                return None
+            result = stored["result"]
+            if not summaries_hold(result):
+                raise ValueError("a summary differs from its episodes")
+            return result
         except (OSError, UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
             raise BadInput(f"--work-dir: {str(self._path(key))!r} is not a job record as dataset_report.py writes "
                            f"them (truncated or edited); nothing was changed; delete that file to redo the job, "

@@ -220,6 +220,13 @@ def validate(request: EvaluationRequest) -> parallel.Backend:
     check_distinct_outputs({"--output": request.output, "--gif": request.gif})
     if request.videos and not request.video_dir:
         raise BadInput("--video-dir is empty; give a folder path, or pass --videos 0")
+    if request.videos:
+        names = {video_name(seed, success) for seed in range(request.start_seed, request.start_seed + min(
+            request.videos, request.episodes)) for success in (True, False)}
+        for flag, path in (("--output", request.output), ("--gif", request.gif)):
+            if path and Path(path).name in names and Path(path).parent.resolve() == Path(request.video_dir).resolve():
+                raise BadInput(f"{flag} {path!r} is the name of one of this run's videos in --video-dir; give "
+                               f"{flag} another name")
     return backend
 
 

@@ -33,6 +33,13 @@ class EpisodeRecord:
         record["return"] = record.pop("episode_return")
         return record
 
+    @classmethod
+    def from_json(cls, record: dict) -> EpisodeRecord:
+        """The record `to_json` wrote (KeyError or TypeError for anything else)."""
+        fields = {**record, "episode_return": record["return"]}
+        fields.pop("return")
+        return cls(**fields)
+
 
 def eval_env_options(options: PushTOptions) -> PushTOptions:
     """The training options with the start curriculum off: protocol starts come from `env.reset(seed)` alone.

@@ -29,6 +29,7 @@ from datasets_io.readers import DatasetFormatError, Demonstration, open_demonstr
 from datasets_io.statistics import format_table, motion_statistics
 from datasets_io.verify import check_metadata, replay_failures
 from env.appearance import EVAL_LEVELS
+from env.pusht_wrapper import IMAGE_SIZE
 from imitation.judge import (
     LEARNERS,
     QUICK,
@@ -36,6 +37,7 @@ from imitation.judge import (
     Job,
     JobStore,
     aggregate,
+    episodes_digest,
     format_row,
     job_key,
     run_jobs,
@@ -136,9 +138,14 @@ def check_inputs(args: ReportRequest) -> dict[Path, str]:
     given: dict[Path, str] = {}
     for flag, path in [("DIR", p) for p in args.datasets] + [("--reference", p) for p in args.reference]:
         try:
-            _, root, _ = open_demonstrations(path, images)
+            _, root, episodes = open_demonstrations(path, images)
+            first = next(episodes, None) if images else None  # one episode: what size the image learner would get
         except DatasetFormatError as err:
             raise BadInput(str(err)) from None
+        if first is not None and first.image.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE, 3):
+            raise BadInput(f"{flag} {path!r} holds {first.image.shape[1]} px renders and the image learner takes "
+                           f"{IMAGE_SIZE} px ones; collect it with --image-size {IMAGE_SIZE}, or judge it with the "
+                           f"state learners (--learner mlp flow)")
         if (same := root.resolve()) in read:
             raise BadInput(f"{read[same]} and {flag} {path!r} name one dataset, {str(same)!r}; give each dataset once")
         read[same] = f"{flag} {path!r}"
@@ -254,8 +261,10 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
     if args.imitation:
         seeds = [args.start_seed + i for i in range(args.episodes)]
         warn_seen_starts(parts, seeds)
-        jobs = [(Job(label, sum(ep.length for ep in used), learner, seed), used)
-                for label, used in parts for learner in args.learner for seed in range(args.seeds)]
+        digests = [episodes_digest(used) for _, used in parts]  # what each part holds: stored jobs are keyed by it
+        jobs = [(Job(label, sum(ep.length for ep in used), learner, seed, digest), used)
+                for (label, used), digest in zip(parts, digests, strict=True) for learner in args.learner
+                for seed in range(args.seeds)]
         # the costliest learners first, so the last job to finish is a short one
         order = sorted(range(len(jobs)), key=lambda n: list(LEARNERS)[::-1].index(jobs[n][0].learner))
         overrides = {"device": args.device, **({"steps": args.train_steps} if args.train_steps else {}),

@@ -22,18 +22,25 @@ from common.cli import (  # noqa: E402
     check_output_file,
     check_writable_dir,
     first_line,
+    read_input_file,
     run_command,
 )
 from common.files import guarded_write  # noqa: E402
 from reporting.plot import AXES, most_seeded, plot_scaling, plotted_here  # noqa: E402
+
+MAX_REPORT_BYTES = 256 * 2**20  # a report of thousands of jobs is a few MiB
 
 
 def rows_with_steps(imitation: dict) -> list[dict]:
     """A report's summary rows, each with the training steps its runs used ("steps"; None where it has no runs)."""
     steps = {(run["dataset"], run["frames"], run["learner"]): run["training"]["config"]["steps"]
              for run in imitation.get("runs", [])}
-    return [{**row, "steps": steps.get((row["dataset"], row["frames"], row["learner"]))}
+    rows = [{**row, "steps": steps.get((row["dataset"], row["frames"], row["learner"]))}
             for row in imitation["summary"]]
+    for row in rows:  # what the plot reads of each row: a row without it is a KeyError or TypeError here, not there
+        float(row["success_rate"]["mean"]), float(row["success_rate"]["std"]), float(row["frames"])
+        str(row["learner"]), int(row["exec_horizon"])
+    return rows
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for path in args.reports:
             try:
-                rows += rows_with_steps(json.loads(path.read_text())["imitation"])
+                raw = read_input_file(path, "report", "pass a JSON written by dataset_report.py --imitation --json",
+                                      MAX_REPORT_BYTES)
+                rows += rows_with_steps(json.loads(raw)["imitation"])
             except (OSError, ValueError, KeyError, TypeError) as err:
                 raise BadInput(f"{str(path)!r} is not a dataset_report.py --imitation JSON ({type(err).__name__}: "
                                f"{first_line(err)})") from None

@@ -66,6 +66,10 @@ class TrainConfig:
     env: PushTOptions = field(default_factory=recipe_env_options)
 
     def validate(self) -> None:
+        for name in ("checkpoint_dir", "log_dir"):
+            if not str(getattr(self, name)).strip():
+                raise ConfigError(f"{name} is empty; set it to a folder path (an empty one would write in the "
+                                  f"working folder)")
         positive = ["episodes", "update_every", "num_updates", "n_step", "batch_size", "buffer_size",
                     "checkpoint_every", "keep_checkpoints", "log_every"]
         for name in positive:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
+SEED_LIMIT = 2**31  # seeds stay below it: far more than any collection uses, and no format's seed field wraps
 RERUN = "--resume (to go on from what is saved) or --overwrite (to start again)"  # what replaces a dead run's leftovers
 EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
 
@@ -186,6 +188,9 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     output = Path(args.output)
     existing = folders.check_output(args.output, args.overwrite, args.resume, rerun=RERUN).existing
     record = read_collection(existing) if args.resume and existing else {}
+    if args.resume and not existing:
+        print(f"note: --resume: nothing saved in {str(output)!r} yet, so a new dataset starts there with the options "
+              f"given", file=sys.stderr)
     if record.get("edits"):  # its record names sources and edits a collection's runs cannot carry on
         raise BadInput(f"{str(output)!r} was written by edit_dataset.py, and --resume adds only to a collection; "
                        f"collect the new episodes into another folder, then edit_dataset.py merge the two")
@@ -210,8 +215,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and level != record.get("appearance", "none"):
         raise BadInput(f"{str(output)!r} was collected with --appearance {record.get('appearance', 'none')}; --resume "
                        f"must keep it (leave --appearance out)")
-    sentences = record.get("instructions") if args.instructions is None else resolve(args.instructions)
-    if record and sentences != record.get("instructions"):
+    sentences = record.get("instructions") if args.instructions is None else resolve(args.instructions, level)
+    if record and list(sentences or []) != list(record.get("instructions") or []):  # a record's list, ours a tuple
         raise BadInput(f"{str(output)!r} was collected with other instructions ({len(tasks(record))} sentence(s)); "
                        f"--resume must keep them (leave --instructions out)")
     if (problem := image_size_problem(image_size)) is not None:
@@ -219,10 +224,13 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if not 1 <= max_steps <= MAX_EPISODE_STEPS:
         raise BadInput(f"--max-steps must be in [1, {MAX_EPISODE_STEPS}], got {max_steps}")
     next_seed = record.get("next_seed", 0)
-    # resuming, the start seed the dataset's last run began at is the same command run again: it goes on after it
+    # resuming, the start seed the dataset's first run began at is the same command run again: it goes on after it
+    # (a later run's start was moved there by --resume, so naming it is no command the user gave)
     runs = record.get("runs") or []
-    same_command = bool(runs) and args.start_seed == runs[-1]["start_seed"]
+    same_command = bool(runs) and args.start_seed == runs[0]["start_seed"]
     start_seed = next_seed if args.start_seed is None or same_command else args.start_seed
+    if start_seed < 0:
+        raise BadInput(f"--start-seed must be >= 0, got {start_seed}")
     if start_seed < next_seed:
         raise BadInput(f"{str(output)!r} already used seeds below {next_seed}; pass --start-seed >= {next_seed} "
                        f"or leave it out")
@@ -235,6 +243,9 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if max_attempts < wanted:
         raise BadInput(f"--max-attempts ({max_attempts}) must be >= the {wanted} episodes to collect")
     seeds = range(start_seed, start_seed + max_attempts)
+    if seeds.stop > SEED_LIMIT:
+        raise BadInput(f"--start-seed {start_seed} with {max_attempts} attempts reaches seed {seeds.stop - 1}; seeds "
+                       f"stay below 2**31: choose a smaller --start-seed")
     if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")

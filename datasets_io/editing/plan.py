@@ -12,7 +12,7 @@ import numpy as np
 
 from common import parallel
 from common.cli import BadInput, counted
-from datasets_io import folders, manifest
+from datasets_io import folders, instructions, manifest
 from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
@@ -148,6 +148,9 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
     first = {key: value for key, value in base.collection.items() if key != "appearance"}
     levels = {source.level for source in inputs}
     level = appearance or (levels.pop() if len(levels) == 1 else MIXED)
+    if problems := instructions.colour_problems({**first, "appearance": level}):
+        raise BadInput(f"{problems[0].removeprefix('instructions: ')} in the output: the words would contradict the "
+                       f"frames; keep --appearance none for these inputs")
     return {**first, "image_size": first["image_size"] if image_size is None else image_size,
             **({"appearance": level} if level != "none" else {})}
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -70,8 +72,10 @@ class Zygote:
                                              "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
 
     def run(self, argv: list[str], cwd: Path, signal_after: float | None = None,
-            signum: int = signal.SIGINT) -> tuple[int, str, str, float]:
-        """(exit code, stdout, stderr, seconds) of one run, signalled `signal_after` seconds after its fork."""
+            signum: int = signal.SIGINT, deadline: float | None = None) -> tuple[int, str, str, float]:
+        """(exit code, stdout, stderr, seconds) of one run, signalled `signal_after` seconds after its fork. With
+        `deadline`, a run still going that many seconds after its fork is a hang: it is killed, and its exit code
+        is None."""
         out, err = cwd.parent / f"{cwd.name}.out", cwd.parent / f"{cwd.name}.err"
         self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err)})
                                  + "\n")
@@ -84,6 +88,16 @@ class Zygote:
                 os.killpg(pid, signum)
             except ProcessLookupError:  # it finished first: a complete result
                 pass
+        if deadline is not None:
+            answer: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=lambda: answer.put(self.process.stdout.readline()), daemon=True).start()
+            try:
+                line = answer.get(timeout=deadline)
+            except queue.Empty:
+                os.killpg(pid, signal.SIGKILL)
+                answer.get()  # the zygote reaps it and says so
+                return None, out.read_text(), err.read_text(), time.perf_counter() - started
+            return json.loads(line), out.read_text(), err.read_text(), time.perf_counter() - started
         code = json.loads(self.process.stdout.readline())
         return code, out.read_text(), err.read_text(), time.perf_counter() - started
 

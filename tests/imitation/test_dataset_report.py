@@ -4,6 +4,8 @@ its chunked execution, the judge's stored jobs, and the stored quality record.""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -310,6 +312,34 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
     assert {p: p.stat().st_mtime_ns for p in work.glob("*.json")} == stamps  # reused, not rewritten
     _, said = judge("--seeds", "3", "--train-steps", "6")  # another config: new jobs beside the old ones
     assert len(list(work.glob("*.json"))) == 5 and "resuming" not in said
+
+
+def test_work_dir_never_reuses_a_job_for_other_data_or_with_edited_figures(tiny_dataset, tmp_path):
+    """A stored job is keyed by what the dataset holds, not by its path and frame count, and its summaries are the
+    protocol's summaries of its own episodes: a folder replaced by other data of the same length, or a job file whose
+    success rate was edited, never gives the old or the edited figures."""
+    work, data, out = tmp_path / "jobs", tmp_path / "data", tmp_path / "r.json"
+    shutil.copytree(tiny_dataset / "zarr", data)
+
+    def judge() -> subprocess.CompletedProcess:
+        return run_script("dataset_report.py", str(data), "--imitation", "--learner", "mlp", "--train-steps", "5",
+                          "--episodes", "2", "--exec-horizon", "8", "--seeds", "1", "--work-dir", str(work),
+                          "--json", str(out), "--overwrite")
+
+    assert judge().returncode == 0
+    shutil.rmtree(data)
+    other = run_script("collect_dataset.py", "--policy", "random", "--episodes", "3", "--keep-failures", "--max-steps",
+                       "25", "--start-seed", "10", "--format", "zarr", "--output", str(data))  # as many frames
+    assert other.returncode == 0, other.stderr
+    result = judge()
+    assert result.returncode == 0 and "resuming" not in result.stdout, result.stdout
+    assert len(list(work.glob("*.json"))) == 2
+    stored = max(work.glob("*.json"), key=lambda path: path.stat().st_mtime_ns)
+    job = json.loads(stored.read_text())
+    job["result"]["exec_horizon"]["8"]["summary"]["success_rate"] = 0.99
+    stored.write_text(json.dumps(job))
+    result = judge()
+    assert result.returncode == 2 and "truncated or edited" in result.stderr, result.stderr
 
 
 TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
