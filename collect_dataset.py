@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "after the last tried (an absent or empty --output starts a new one); the same command "
                              "completes an interrupted run")
     parser.add_argument("--action-noise", type=float, default=CollectionRequest.action_noise, metavar="SIGMA",
-                        help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic)")
+                        help="Gaussian noise std added to actions in [-1, 1] units (default 0: deterministic; with "
+                             "--resume: the dataset's own)")
     bursts = parser.add_argument_group("recovery demonstrations (datasets_io/collection/perturbation.py)")
     bursts.add_argument("--burst-noise", type=float, metavar="SIGMA",
                         help="noise std in [-1, 1] action units executed during bursts; labels stay the clean "

@@ -114,13 +114,14 @@ def _check_images(report: Report, facts: dict, stored: np.ndarray, rendered: np.
 def shifted_by_a_step(aligned: float, late: float, early: float, motion: float) -> bool:
     """Whether the stored frames are a step late or early rather than in place, from the mean squared errors of the
     three alignments and `motion`, the mean squared difference of consecutive renders. With lam the share of the
-    step from each render to its predecessor that best explains the stored frames (mu: to its successor),
-    aligned - late = motion * (2 lam - 1): a frame a step off has lam (or mu) near 1 and the other near 0. A video
-    codec blurs each frame toward both neighbours and, predicting from the one before, lags behind the motion: at
-    64 px lam reached 0.53 on an intact episode, with mu 0.33. So a shift must both fit better than the frames in
-    place (lam or mu above 1/2) and lean to one side by more than a quarter step (|mu - lam| > 1/4); a shift that
-    slow motion and a coarse codec hide within their tolerance is not told (the lossless formats tell every one)."""
-    return min(late, early) < aligned and abs(late - early) > motion / 2
+    step from each render back to its predecessor that best explains the stored frames (mu: on to its successor),
+    aligned - late = motion * (2 lam - 1) and aligned - early = motion * (2 mu - 1); frames a step off put lam (or
+    mu) near 1. A video codec predicts each frame from the one before and lags behind the motion: intact episodes
+    reached lam 0.53 at 64 and 96 px, but mu no more than 0.35, as a codec never runs ahead. So frames that match
+    their successors better than their own renders (mu > 1/2) are a step early, and frames a step late must lean
+    back by more than any lag (lam > 3/4); a late shift that a coarse codec's lag hides is not told (the lossless
+    formats tell every one)."""
+    return early < aligned or aligned - late > motion / 2
 
 
 IMAGE_CHUNK = 16  # frames compared at a time: small temporaries of one size, whatever the episode's length

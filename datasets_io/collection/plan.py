@@ -10,6 +10,7 @@ from pathlib import Path
 
 from common import parallel
 from common.cli import BadInput
+from common.files import sha256_file
 from datasets_io import folders, formats, manifest
 from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
@@ -120,10 +121,15 @@ def plan_perturbation(args: CollectionRequest, record: dict) -> Perturbation:
     perturbation = Perturbation(**{key: defaults[key] if value is None else value for key, value in flags.items()})
     if (problem := perturbation.problem()) is not None:
         raise BadInput(problem)
-    if record and perturbation != Perturbation(**{**asdict(Perturbation()), **stored}):
-        raise BadInput(f"{str(args.output)!r} was collected with burst settings {stored or 'off'}; --resume must keep "
-                       f"them (leave the --burst-* and --clean-share flags out)")
-    if perturbation.active and args.action_noise > 0:
+    recorded = Perturbation(**{**asdict(Perturbation()), **stored})
+    if record and perturbation != recorded:
+        names = {"noise": "--burst-noise", "burst_steps": "--burst-steps", "burst_gap": "--burst-gap",
+                 "clean_share": "--clean-share", "learner": "--burst-learner"}
+        differ = [f"{flag} {getattr(recorded, key) if recorded.active else 'off'}" for key, flag in names.items()
+                  if getattr(perturbation, key) != getattr(recorded, key)]
+        raise BadInput(f"{str(args.output)!r} was collected with {', '.join(differ)}; --resume must keep it (leave "
+                       f"the --burst-* and --clean-share flags out)")
+    if perturbation.active and (args.action_noise or 0.0) > 0:
         raise BadInput("--action-noise and bursts exclude each other (bursts keep clean labels); drop one")
     return perturbation
 
@@ -144,7 +150,7 @@ class CollectionRequest:
     ray: str | None = None
     overwrite: bool = False
     resume: bool = False
-    action_noise: float = 0.0
+    action_noise: float | None = None  # Gaussian noise on executed actions (None: the resumed dataset's own, else 0)
     burst_noise: float | None = None
     burst_steps: int | None = None
     burst_gap: int | None = None
@@ -175,7 +181,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput("--output DIR is required (or --verify DIR)")
     if args.overwrite and args.resume:
         raise BadInput("--overwrite and --resume exclude each other; drop one")
-    if args.action_noise < 0:
+    if args.action_noise is not None and args.action_noise < 0:
         raise BadInput(f"--action-noise must be >= 0, got {args.action_noise}")
     # the inputs first (the policy, a burst learner named on the command line), then the output: a missing
     # checkpoint is named as such, not as a clash with a dataset an earlier run left
@@ -194,6 +200,12 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record.get("edits"):  # its record names sources and edits a collection's runs cannot carry on
         raise BadInput(f"{str(output)!r} was written by edit_dataset.py, and --resume adds only to a collection; "
                        f"collect the new episodes into another folder, then edit_dataset.py merge the two")
+    if record and (last := (record.get("runs") or [{}])[-1]).get("policy_sha256", None) != (
+            sha256_file(policy.source) if policy else None):
+        acted = "--policy random" if last.get("policy") == "random" else f"--checkpoint {last.get('policy')!r}"
+        raise BadInput(f"{str(output)!r} was collected with {acted}; --resume must keep the policy (--policy and "
+                       f"--checkpoint as the first run had them): collect with another into a new folder, then "
+                       f"edit_dataset.py merge the two")
     mode = "resume" if record else "overwrite" if args.overwrite and existing else "new"
     names = format_names(args.format) if args.format else tuple(existing) if record else ("lerobot",)
     if record and formats.layout(output, names) != existing:
@@ -258,7 +270,12 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
             burst_driver = load_bursts(perturbation.learner, perturbation.learner_exec)
         except (OSError, ValueError) as err:
             raise BadInput(f"--burst-learner: {err}") from None
-    job = Job(policy, args.action_noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level,
+    recorded_noise = runs[-1].get("action_noise", 0.0) if runs else 0.0
+    noise = recorded_noise if args.action_noise is None else args.action_noise
+    if record and noise != recorded_noise:
+        raise BadInput(f"{str(output)!r} was collected with --action-noise {recorded_noise}; --resume must keep it "
+                       f"(leave --action-noise out)")
+    job = Job(policy, noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level,
               None if sentences is None else tuple(sentences))
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)
