@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.checks import native_bf16  # noqa: E402
+from training.checks import cpu_line  # noqa: E402
 from training.config import TrainConfig, load_config  # noqa: E402
 from training.trainer import Trainer  # noqa: E402
 
@@ -78,10 +78,7 @@ def main() -> None:
                     for i, pairs in enumerate(sets)})
     for name, pairs in zip(list(recipes)[1:], sets, strict=True):
         print(f"{name}: {' '.join(pairs) or '(no --set)'}")
-    cpu = torch.cpu.get_capabilities()  # ratios differ between CPUs, bf16's most of all: say which one ran
-    native = "native bfloat16" if native_bf16(cpu) else "no native bfloat16"
-    print(f"{cpu.get('cpu_name', 'CPU')} ({cpu.get('num_physical_cores')} cores, "
-          f"{'AVX-512' if cpu.get('avx512_f') else 'AVX2' if cpu.get('avx2') else 'no AVX2'}, {native})")
+    print(cpu_line())  # ratios differ between CPUs, bf16's most of all: say which one ran
     print(f"torch {torch.__version__}, {args.threads} thread(s); {args.random_steps} warm-up + "
           f"{args.learning_steps} timed env steps a run, {args.rounds} round(s) A B", flush=True)
     rates: dict[str, list[float]] = {name: [] for name in recipes}

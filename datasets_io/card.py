@@ -18,13 +18,11 @@ import os
 import re
 from pathlib import Path
 
-import zarr
-
 from common.files import CHECKOUT, atomic_write_bytes, sha256_file
 from datasets_io import strip
 from datasets_io.derived import stored_quality
 from datasets_io.episode import FPS, TASK
-from datasets_io.formats import lerobot_common, rlds
+from datasets_io.formats import lerobot_common, rlds, zarr_replay
 
 CARD_NAME = "README.md"
 LICENSE = "mit"  # the repository's LICENSE
@@ -76,7 +74,7 @@ def read_facts(fmt: str, root: Path) -> dict:
                 "version": f"LeRobot dataset {info['codebase_version']}",
                 "features": [(name, spec["dtype"], spec["shape"]) for name, spec in info["features"].items()]}
     if fmt == "zarr":
-        group = zarr.open_group(str(root), mode="r")
+        group = zarr_replay.open_read(root)
         ends = group["meta"]["episode_ends"][:]
         features = [(f"{part}/{name}", str(array.dtype), list(array.shape[1:]))
                     for part in ("data", "meta") for name, array in group[part].arrays()]

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import zarr
 
 from common import interrupts
 from datasets_io import formats, instructions, lerobot_stats
@@ -117,7 +116,7 @@ def _number(value: object) -> bool:
 def stored_quality(root: Path, fmt: str) -> dict:
     """The motion statistics stored with the dataset (what its card quotes)."""
     if fmt == "zarr":
-        return dict(zarr.open_group(str(root), mode="r").attrs).get("quality")
+        return dict(zarr_replay.open_read(root).attrs).get("quality")
     return json.loads((root / QUALITY[fmt]).read_text())
 
 

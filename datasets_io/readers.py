@@ -131,7 +131,7 @@ def check_zarr_layout(group: zarr.Group) -> np.ndarray:
 def _read_zarr(root: Path, images: bool) -> Iterator[Demonstration]:
     """This project's zarr or any Diffusion Policy replay zarr (no seeds or success flags: the human reference),
     a chunk of each array at a time."""
-    group = zarr.open_group(str(root), mode="r")
+    group = zarr_replay.open_read(root)
     data, meta = group["data"], group["meta"]
     state, action = zarr_replay.ArrayStream(data["state"]), zarr_replay.ArrayStream(data["action"])
     ends = check_zarr_layout(group)

@@ -214,6 +214,7 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     lossy = dataset.lossy_video(root)
     report = Report()
+    levels: set[str] = set()  # the looks the replayed episodes are drawn at: one level, or a merge's several
     max_steps = collection["max_steps"]
     # LeRobot's per-episode image statistics, held to the re-rendered frames they were computed from (the derived
     # file check recomputes the other features' from the data files, which hold no render)
@@ -275,6 +276,10 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
                                    f"{float(sim['max_coverage']):.6g}")
         report.episodes += 1
         report.frames += facts["length"]
+        levels.add(level)
+    if collection.get("appearance") == MIXED and len(levels) == 1:
+        report.mismatches.append(f"the collection record names mixed looks, yet every episode is drawn at "
+                                 f"{levels.pop()!r}")
     return report
 
 
@@ -343,8 +348,16 @@ def run_verify(path: Path, checkpoint: str | None) -> int:
     at collection, and the replay of every episode (states, images, labels)."""
     folders.check_input(path)
     roots = formats.find(path) if path.is_dir() else {}
+    parts = [part for part in sorted(path.iterdir()) if part.is_dir() and formats.find(part)] if (
+        not roots and path.is_dir() and (path / manifest.MANIFEST_NAME).is_file()) else []
+    if parts:  # a split's root: its parts, and the manifest over them
+        codes = [run_verify(part, checkpoint) for part in parts]
+        problems = manifest.check(path)
+        print(f"{path} (the parts' manifest): checksums {'FAILED' if problems else 'OK'}")
+        print("".join(f"  CHECKSUM {problem}\n" for problem in problems), end="")
+        return max([*codes, EXIT_SHORT if problems else 0])
     if not roots:
-        raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py")
+        raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py or edit_dataset.py")
     collection = read_collection(roots)
     labels_of = demonstrator_labels(collection, checkpoint)
     size = collection["image_size"]

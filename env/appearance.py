@@ -97,8 +97,11 @@ class Appearance:
     def from_vector(cls, row: np.ndarray) -> Appearance:
         """The inverse of `to_vector`; ValueError for a row that is not one."""
         row = np.asarray(row, dtype=np.float64)
-        if row.shape != (VECTOR_SIZE,) or not np.isfinite(row).all():
-            raise ValueError(f"not an appearance row: {VECTOR_SIZE} finite numbers expected, got shape {row.shape}")
+        if row.shape != (VECTOR_SIZE,):
+            raise ValueError(f"not an appearance row: {VECTOR_SIZE} numbers expected, got shape {row.shape}")
+        if not np.isfinite(row).all():
+            bad = int(np.argmin(np.isfinite(row)))
+            raise ValueError(f"not an appearance row: number {bad} is {row[bad]}; every one must be finite")
         shapes, n = (*SHAPES, *HELDOUT_SHAPES), 3 * len(DEFAULT_COLORS)
         level, colors, rest = row[0], row[1:1 + n].reshape(-1, 3), row[1 + n:]
         slots = rest[6:].reshape(MAX_DISTRACTORS, DISTRACTOR_FIELDS)

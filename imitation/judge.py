@@ -25,8 +25,8 @@ import torch
 from tqdm import tqdm
 
 from common import parallel
-from common.cli import BadInput, counted, first_line
-from common.files import atomic_file, atomic_write_bytes
+from common.cli import BadInput, counted
+from common.files import CheckpointError, atomic_file, atomic_write_bytes, load_file
 from datasets_io.readers import Demonstration
 from imitation import flow, image, mlp, unet
 from imitation.evaluation import evaluate_learner
@@ -119,9 +119,9 @@ def save_learner(path: Path, name: str, policy: ChunkPolicy) -> None:
 def load_learner(path: str | Path) -> ChunkPolicy:
     """The learner `save_learner` wrote, on the CPU, ready to predict; ValueError for any other file."""
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:
-        raise ValueError(f"{str(path)!r} is not a learner file ({type(err).__name__}: {first_line(err)})") from None
+        payload = load_file(path)  # weights-only, a regular file: what every file we read is held to
+    except CheckpointError as err:
+        raise ValueError(f"not a learner file: {err}") from None
     if not isinstance(payload, dict) or payload.get("format") != LEARNER_FORMAT:
         raise ValueError(f"{str(path)!r} is not a learner file written by dataset_report.py --save-learners")
     spec = LEARNERS[payload["learner"]]

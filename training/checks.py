@@ -28,6 +28,14 @@ def check_device(device: str) -> None:
                           f"{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1}); set device to one of them")
 
 
+def cpu_line() -> str:
+    """The CPU a measurement ran on, as every benchmark prints it: its name, cores, vector width and bfloat16."""
+    cpu = torch.cpu.get_capabilities()
+    native = "native bfloat16" if native_bf16(cpu) else "no native bfloat16"
+    return (f"{cpu.get('cpu_name', 'CPU')} ({cpu.get('num_physical_cores')} cores, "
+            f"{'AVX-512' if cpu.get('avx512_f') else 'AVX2' if cpu.get('avx2') else 'no AVX2'}, {native})")
+
+
 def native_bf16(capabilities: dict) -> bool:
     """Whether a CPU (torch.cpu.get_capabilities()) multiplies bfloat16 itself: AVX512-BF16 or AMX."""
     return bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))

@@ -61,7 +61,7 @@ class TrainConfig:
     eval_every: int = 25_000  # env steps; 0 disables
     eval_episodes: int = 20
     device: str = "cpu"
-    threads: int = 0  # torch intra-op threads; 0 keeps torch's default
+    threads: int = 0  # torch threads; 0: torch's default or 1, whichever is faster here (training/threads.py)
     sac: SACHyperParams = field(default_factory=SACHyperParams)
     env: PushTOptions = field(default_factory=recipe_env_options)
 

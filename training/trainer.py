@@ -28,6 +28,7 @@ from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger
 from training.run_folders import claimed, discard_previous_run, discard_unsaved_run
 from training.run_state import Counters, check_compatible, checkpoint_state, latest_state, restore
+from training.threads import ThreadTuner
 
 EXIT_NUMERICAL_FAULT = 1
 
@@ -70,6 +71,9 @@ class Trainer:
         self.config = config
         if config.threads:
             torch.set_num_threads(config.threads)
+        # threads 0: the count measured fastest as the run goes (training/threads.py)
+        self.threads = (ThreadTuner((torch.get_num_threads(), 1)) if not config.threads
+                        and torch.get_num_threads() > 1 else None)
         config.env.shaping_gamma = config.sac.gamma  # the potential shaping stays exact with the agent's γ
         check_device(config.device)
         check_env(config.env_id)
@@ -172,6 +176,7 @@ class Trainer:
             if interrupts.requested() or (cfg.max_env_steps and counters.global_step >= cfg.max_env_steps):
                 self.store(self.n_step.flush())  # bootstrapped: the episode was cut short, not ended
                 return False
+            started = time.perf_counter()
             if counters.global_step < cfg.start_steps:
                 action = np.random.uniform(-1.0, 1.0, self.agent.act_dim).astype(np.float32)
             else:
@@ -186,6 +191,9 @@ class Trainer:
             train_return += float(reward)
             done = terminated or truncated
             self.train_step()
+            if self.threads is not None and counters.global_step >= cfg.update_after:
+                if (count := self.threads.observe(time.perf_counter() - started)) is not None:
+                    torch.set_num_threads(count)
             if cfg.eval_every and (counters.global_step // cfg.eval_every
                                    > (counters.global_step - steps) // cfg.eval_every):
                 self.logger.evaluation(self.evaluate(), counters.global_step)

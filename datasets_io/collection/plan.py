@@ -222,6 +222,9 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and args.no_video and use_video:
         raise BadInput(f"{str(output)!r} stores video; --resume cannot add --no-video episodes")
     level = record.get("appearance", "none") if args.appearance is None else args.appearance
+    if level not in LEVELS and args.appearance is None:  # the record's own: edited, or not a collection's
+        raise BadInput(f"{str(output)!r} records the look {level!r}, which no collection draws (a damaged or edited "
+                       f"record; collect_dataset.py --verify tells which); --resume adds only to a collection")
     if level not in LEVELS:
         raise BadInput(f"--appearance {level!r} is not a level; use one of {', '.join(LEVELS)}")
     if record and level != record.get("appearance", "none"):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import zarr
 
 from common.cli import BadInput, first_line
 from common.files import CHECKOUT, sha256_file
@@ -83,7 +82,7 @@ class Input:
         """Whether it holds episodes without a seed (copied from a replay zarr), which can only be copied."""
         if self.copied:
             return True
-        meta = zarr.open_group(str(self.root), mode="r")["meta"] if self.fmt == "zarr" else {}
+        meta = zarr_replay.open_read(self.root)["meta"] if self.fmt == "zarr" else {}
         return "episode_seed" in meta and bool((zarr_replay.read_array(meta["episode_seed"]) ==
                                                 zarr_replay.NO_SEED).any())
 
@@ -191,7 +190,7 @@ def unmatched(values: set[int], spec: list[range] | None) -> list[int]:
 def replay_zarr_record(root: Path) -> dict:
     """The collection record of a replay zarr that has none (the human reference): its image size, the env's
     defaults, no runs."""
-    size = zarr.open_group(str(root), mode="r")["data"]["img"].shape[1]
+    size = zarr_replay.open_read(root)["data"]["img"].shape[1]
     return {"format": COLLECTION_FORMAT, "env_id": PUSHT_ENV_ID, "image_size": int(size), "perturbation": None,
             "video": True, "max_steps": MAX_EPISODE_STEPS, "next_seed": 0, "runs": []}
 
@@ -200,7 +199,7 @@ def checked_replay_zarr(root: Path) -> dict:
     """`replay_zarr_record` of a replay zarr whose layout holds together (square RGB renders, one per target row,
     episode ends that cut the rows); bad input naming the damage otherwise, as dataset_report.py says it."""
     try:
-        check_zarr_layout(zarr.open_group(str(root), mode="r"))
+        check_zarr_layout(zarr_replay.open_read(root))
         return replay_zarr_record(root)
     except (OSError, KeyError, ValueError, RuntimeError, TypeError) as err:
         raise BadInput(f"the replay zarr {str(root)!r} is damaged ({first_line(err)}); nothing was written; restore "
@@ -219,7 +218,7 @@ def _copied_episodes(root: Path, position: int, frames: Container[int]) -> Itera
 
 
 def _copied(root: Path, position: int, frames: Container[int]) -> Iterator[Recorded]:
-    group = zarr.open_group(str(root), mode="r")
+    group = zarr_replay.open_read(root)
     data = group["data"]
     ends = check_zarr_layout(group)
     streams = {name: zarr_replay.ArrayStream(data[name]) for name in ("state", "action", "n_contacts", "img")

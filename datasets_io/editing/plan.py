@@ -119,6 +119,15 @@ def check_input(source: Input) -> None:
                        f"Check it with collect_dataset.py --verify, or restore it from a copy")
 
 
+def _said(key: str, collection: dict) -> str:
+    """A setting of a collection record as a message shows it: a list of instructions by its size and first one."""
+    value = collection.get(key)
+    if key == "instructions":
+        return (f"{len(value)} paraphrases (the first {value[0]!r})" if value else
+                "the one fixed task (--instructions fixed)")
+    return repr(value)
+
+
 def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[str, ...],
                     appearance: str | None = None) -> dict:
     """The collection settings of the output: the inputs' (which must agree), at `image_size` if given, and its
@@ -143,8 +152,8 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
             if source.collection.get(key) != base.collection.get(key):
                 fix = ("; pass --image-size to render every episode at one size" if key == "image_size"
                        and not source.seedless and not base.seedless else "")
-                raise BadInput(f"the inputs differ in {what}: {str(base.path)!r} has {base.collection.get(key)!r}, "
-                               f"{str(source.path)!r} has {source.collection.get(key)!r}{fix}")
+                raise BadInput(f"the inputs differ in {what}: {str(base.path)!r} has {_said(key, base.collection)}, "
+                               f"{str(source.path)!r} has {_said(key, source.collection)}{fix}")
     first = {key: value for key, value in base.collection.items() if key != "appearance"}
     levels = {source.level for source in inputs}
     level = appearance or (levels.pop() if len(levels) == 1 else MIXED)
@@ -229,6 +238,10 @@ def plan_edit(args: EditRequest) -> EditPlan:
             parts[route[s, index]].frames += length
     edit = {"command": recorded_command(args.argv, "edit_dataset.py"),
             "inputs": [str(source.path) for source in inputs]}
+    kept = {level for s, index, _, _, _, level in facts if (s, index) in route}  # the looks the output holds
+    settings = {key: value for key, value in settings.items() if key != "appearance"}
+    if (level := kept.pop() if len(kept) == 1 else MIXED) != "none":  # a selection of a mixed merge's plain ones:
+        settings["appearance"] = level  # plain, as its episodes are
     record = {**settings, "formats": list(names),
               "runs": [run for source in inputs for run in source.collection["runs"]],
               "next_seed": max(source.collection["next_seed"] for source in inputs),

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from common.cli import BadInput
+from common.cli import BadInput, first_line
 from datasets_io.episode import EpisodeData
 from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, zarr_replay
 
@@ -111,6 +111,10 @@ def read_collection(roots: dict[str, Path]) -> dict:
     name, root = next(iter(roots.items()))
     try:
         return FORMATS[name].read_collection(root)
-    except (OSError, KeyError, ValueError):
-        raise BadInput(f"{str(root)!r} holds a dataset not written by collect_dataset.py (no collection record); "
-                       f"choose another --output") from None
+    except KeyError:
+        raise BadInput(f"{str(root)!r} holds a dataset not written by collect_dataset.py or edit_dataset.py (no "
+                       f"collection record; a replay zarr such as the human reference has none); pass one of ours, "
+                       f"or another --output") from None
+    except (OSError, ValueError) as err:
+        raise BadInput(f"{str(root)!r}: its collection record cannot be read ({first_line(err)}); restore it from a "
+                       f"copy, or pass another folder") from None

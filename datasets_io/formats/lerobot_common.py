@@ -424,10 +424,17 @@ def info_problems(root: Path, info: dict, expected: dict, first_video: str | Non
     return json_problems(INFO_PATH, info, expected, why)
 
 
+# every key of an episode's entry a writer writes (v2.1's episodes.jsonl line, v3.0's row as read by its columns)
+EPISODE_KEYS = frozenset({"episode_index", "tasks", "length", "seed", "success", "max_coverage", "source",
+                          "appearance", "dataset_from_index", "dataset_to_index", "data/chunk_index",
+                          "data/file_index", f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"})
+
+
 def episode_problems(path: str, position: int, row: dict, task: str = TASK) -> list[str]:
     """An episode entry's number and tasks: episodes are numbered in order and each lists its one instruction,
     `task` (datasets_io/instructions.py: what the collection draws for its seed)."""
-    problems = []
+    problems = [f"{path}: episode {position} has the key {key!r}, which this writer never writes"
+                for key in row if key not in EPISODE_KEYS]
     if row["episode_index"] != position:
         problems.append(f"{path}: entry {position} is episode {row['episode_index']}, the entries number the "
                         f"episodes 0, 1, ... in order")

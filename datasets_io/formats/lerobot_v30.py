@@ -412,6 +412,16 @@ EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "da
 
 
 VIDEO_COLUMNS = [f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"]
+# the other columns of an episode row: where its metadata file is, its video's span, what the episode records
+ROW_COLUMNS = ["meta/episodes/chunk_index", "meta/episodes/file_index", "success", "max_coverage", "source",
+               "appearance"]
+
+
+def _written_column(name: str, use_video: bool) -> bool:
+    """Whether an episode row's column is one the writer writes (statistics by their `stats/` prefix): another one
+    would be metadata no check vouches for, which a reader shows as the episode's."""
+    video = [*VIDEO_COLUMNS, f"videos/{IMAGE_KEY}/from_timestamp", f"videos/{IMAGE_KEY}/to_timestamp"]
+    return name in EPISODE_COLUMNS + ROW_COLUMNS + (video if use_video else []) or name.startswith("stats/")
 
 
 def check_metadata(root: Path, collection: dict) -> list[str]:
@@ -424,11 +434,13 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     columns = EPISODE_COLUMNS + (VIDEO_COLUMNS if use_video else [])
     episode_files = [path.as_posix() for path in _files(root, "meta/episodes")]
     episodes = [(path, row) for path in episode_files for row in read_parquet(root, path, columns).to_pylist()]
+    problems = [f"{path}: column {name!r} is not one this writer writes" for path in episode_files
+                for name in read_index(root, path, ())[0] if not _written_column(name, use_video)]
     tasks = read_parquet(root, TASKS_PATH).to_pylist()
     info = read_json(root, INFO_PATH)
     expected = {**new_info(image_size, use_video, perturbed), "total_episodes": len(episodes),
                 "total_frames": sum(sizes), "total_tasks": len(tasks), "splits": train_split(len(episodes))}
-    problems = info_problems(root, info, expected, FIRST_VIDEO if use_video else None,
+    problems += info_problems(root, info, expected, FIRST_VIDEO if use_video else None,
                              {"total_episodes": f"meta/episodes holds {len(episodes)} episodes",
                               "total_tasks": f"{TASKS_PATH} holds {len(tasks)} task(s)"})
     problems += json_problems(TASKS_PATH, tasks, _tasks_table(instructions.tasks(collection)).to_pylist())

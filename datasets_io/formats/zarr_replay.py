@@ -159,8 +159,34 @@ def is_dataset(root: Path) -> bool:
     return all((root / part).exists() for part in (".zgroup", *REQUIRED))
 
 
+# Codecs that only decompress or undo a numeric transform: any other (numcodecs' Pickle, msgpack, JSON of objects)
+# decodes Python objects, and Pickle runs code; numcodecs refuses it unless the environment allows it, so the check
+# is ours, on the metadata, before any chunk is read.
+SAFE_CODECS = frozenset({"blosc", "zstd", "lz4", "zlib", "gzip", "bz2", "lzma", "delta", "fixedscaleoffset",
+                         "quantize", "packbits", "shuffle", "bitround"})
+
+
+def open_read(root: Path) -> zarr.Group:
+    """The zarr group at `root` for reading, its every array checked first: a plain numeric dtype and safe codecs
+    only (ValueError naming the array otherwise), so no file read can run code."""
+    group = zarr.open_group(str(root), mode="r")
+
+    def check(name: str, item: object) -> None:
+        if not isinstance(item, zarr.Array):
+            return
+        codecs = [codec for codec in [item.compressor, *(item.filters or [])] if codec is not None]
+        unsafe = [codec.codec_id for codec in codecs if codec.codec_id not in SAFE_CODECS]
+        if item.dtype.kind not in "biuf" or item.dtype.hasobject or unsafe:
+            what = f"the codec {unsafe[0]!r}" if unsafe else f"the dtype {item.dtype}"
+            raise ValueError(f"{name}: stored with {what}, which decodes Python objects (and can run code); it was "
+                             f"not read")
+
+    group.visititems(check)
+    return group
+
+
 def read_collection(root: Path) -> dict:
-    return dict(zarr.open_group(str(root), mode="r").attrs["collection"])
+    return dict(open_read(root).attrs["collection"])
 
 
 def read_array(array: zarr.Array, selection: slice = slice(None)) -> np.ndarray:
@@ -207,7 +233,7 @@ class ArrayStream:
 def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
     """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
     uint8 under "image". Streams: every array is read a chunk at a time as the episodes reach it."""
-    group = zarr.open_group(str(root), mode="r")
+    group = open_read(root)
     meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED, *VARIED] if name in group["meta"]}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
     data = {name: ArrayStream(group["data"][name]) for name in names}
@@ -235,7 +261,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
 
 def check_appendable(root: Path) -> None:
     """Read the last chunk of every array, the one the next append rewrites: ValueError naming a damaged one."""
-    group = zarr.open_group(str(root), mode="r")
+    group = open_read(root)
     for part in ("data", "meta"):
         for _, array in group[part].arrays():
             if array.shape[0]:
@@ -288,7 +314,7 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     """The arrays and attributes against what this writer makes for `collection`'s settings, and meta/episode_ends
     against the data and the step limit: Diffusion Policy's ReplayBuffer cuts the episodes by episode_ends alone."""
     image_size, _, perturbed = settings(collection)
-    group = zarr.open_group(str(root), mode="r")
+    group = open_read(root)
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
     problems = _attribute_problems(group) + _array_problems(group, "data", data_specs)
     meta_specs = {name: ((), dtype) for name, dtype in {**META, **(SOURCED if "sources" in collection else {}),
