@@ -54,16 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--imitation", action="store_true", help="train the imitation learners and evaluate them")
     parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(ReportRequest.learner),
                         help="learners to train: mlp (regression), flow (flow matching), image (flow matching on the "
-                             "96x96 render + agent xy) (default: mlp flow)")
+                             "96x96 render + agent xy), unet (Diffusion Policy's network: a GPU's learner) (default: "
+                             "mlp flow)")
     parser.add_argument("--seeds", type=int, default=ReportRequest.seeds,
                         help="training seeds per learner: 0..N-1 (default %(default)s)")
     parser.add_argument("--exec-horizon", type=int, nargs="+", default=list(ReportRequest.exec_horizon), metavar="K",
                         help="targets executed per prediction (one or more values; default 8 1)")
-    parser.add_argument("--eval-appearance", nargs="+", choices=EVAL_LEVELS,
+    parser.add_argument("--eval-appearance", nargs="+", choices=[*EVAL_LEVELS, "all"],
                         default=list(ReportRequest.eval_appearance), metavar="LEVEL",
                         help=f"evaluate the image learner with each start rendered in the look its seed draws at "
-                             f"LEVEL ({', '.join(EVAL_LEVELS)}; heldout: what collection never draws), side by side "
-                             f"(default: none)")
+                             f"LEVEL ({', '.join(EVAL_LEVELS)}; heldout: what collection never draws; all: every "
+                             f"one), side by side (default: none)")
     parser.add_argument("--episodes", type=int, default=ReportRequest.episodes,
                         help="evaluation starts per learner (default %(default)s)")
     parser.add_argument("--start-seed", type=int, default=ReportRequest.start_seed)
@@ -106,6 +107,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = vars(parse_args(argv))
+    if args["eval_appearance"] == ["all"]:  # every level, graded: what a user asks of varied data first
+        args["eval_appearance"] = list(EVAL_LEVELS)
     request = ReportRequest(**{f.name: args[f.name] for f in fields(ReportRequest)})
 
     def body() -> int:

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from common.cli import BadInput, CommandParser, run_command
-from training.config import ConfigError, load_config
+from training.config import ConfigError, TrainConfig, load_config
 from training.trainer import Trainer
 
 
@@ -41,6 +41,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+def run_summary(config: TrainConfig, path: str | None, overrides: list[str]) -> str:
+    """The run's first line: the recipe and what overrides it, its length, and where its files go."""
+    recipe = f"--config {path}" if path else "the default recipe (= configs/sac_configs.yaml)"
+    changed = f", overridden: {' '.join(overrides)}" if overrides else ""
+    length = (f"{config.max_env_steps:,} env steps" if config.max_env_steps else f"{config.episodes:,} episodes")
+    return (f"train.py: {recipe}{changed}; {length} (the bar's ETA once learning starts); checkpoints in "
+            f"{config.checkpoint_dir!r}, TensorBoard files in {config.log_dir!r}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
@@ -49,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.config, args.set)
             if args.overwrite and not args.no_resume:
                 raise ConfigError("--overwrite only applies with --no-resume (a resumed run keeps its files)")
-            return Trainer(config).train(resume=not args.no_resume, overwrite=args.overwrite)
+            trainer = Trainer(config)
+            print(run_summary(config, args.config, args.set or []), file=sys.stderr)
+            return trainer.train(resume=not args.no_resume, overwrite=args.overwrite)
         except ConfigError as err:
             raise BadInput(str(err)) from None
 

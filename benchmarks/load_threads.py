@@ -50,6 +50,8 @@ def main() -> int:
     parser.add_argument("--random-steps", type=int, default=2000)
     parser.add_argument("--learning-steps", type=int, default=8000)
     parser.add_argument("--hog", type=int, default=2, help="busy processes beside the busy runs")
+    parser.add_argument("--busy-two-threads", type=int, default=1500,
+                        help="learning steps of fixed two threads beside the hog (the collapse: slow to time)")
     args = parser.parse_args()
     from training.checks import cpu_line
 
@@ -61,7 +63,8 @@ def main() -> int:
             hog.start()
         try:
             for name, threads, extra in SETTINGS:
-                rates[name, busy] = measure(threads, extra, args.random_steps, args.learning_steps)
+                steps = args.busy_two_threads if busy and name == "2 threads" else args.learning_steps
+                rates[name, busy] = measure(threads, extra, args.random_steps, steps)
                 print(f"{'beside the hog' if busy else 'quiet':>15}  {name:32s} {rates[name, busy]:7.1f} env steps/s",
                       flush=True)
         finally:

@@ -40,6 +40,27 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"error: {' '.join(message.splitlines())}; see --help\n")
 
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 (argparse's own signature)
+        """argparse's, refusing an option given twice: argparse keeps the last silently (`--format lerobot --format
+        zarr` would write zarr only). Options that gather values (append, count) may repeat."""
+        words = sys.argv[1:] if args is None else list(args)
+        seen: dict[str, str] = {}
+        for word in words:
+            if word == "--":
+                break
+            if not word.startswith("-") or word in ("-", "-h", "--help"):
+                continue
+            flag = word.split("=", 1)[0]
+            matches = [option for option in self._option_string_actions if option.startswith(flag)]
+            action = self._option_string_actions.get(flag) or (  # an abbreviation argparse would accept
+                self._option_string_actions[matches[0]] if self.allow_abbrev and len(matches) == 1 else None)
+            if action is None or isinstance(action, argparse._AppendAction | argparse._CountAction):
+                continue
+            if action.dest in seen:
+                self.error(f"{seen[action.dest]} is given twice (as {flag} again); give it once")
+            seen[action.dest] = flag
+        return super().parse_known_args(args, namespace)
+
 
 def counted(number: int, noun: str) -> str:
     """`1 episode`, `3 episodes`: a count in a message with its noun agreeing (nouns with a plain -s plural)."""

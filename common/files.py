@@ -16,6 +16,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
+from common import interrupts
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint file that cannot be used, with the file named in the message."""
@@ -59,10 +61,13 @@ def write_error(err: BaseException, path: str | Path, advice: str) -> WriteError
 @contextmanager
 def guarded_write(path: str | Path, advice: str) -> Iterator[None]:
     """Turn a failure of the writes inside into a `WriteError` naming `path`: an OSError, or the RuntimeError torch
-    and codecs wrap one in. Anything else is a bug, not the user's disk, and passes through (as does Ctrl-C)."""
+    and codecs wrap one in. Anything else is a bug, not the user's disk, and passes through (as does Ctrl-C). A
+    failure after a signal was noted is the signal's doing (Ctrl-C reaches a writer's ffmpeg in the same process
+    group and stops it): `interrupts.Interrupted`, never a full disk."""
     try:
         yield
     except (OSError, RuntimeError) as err:
+        interrupts.check()  # raises Interrupted when a signal was noted
         raise write_error(err, path, advice) from err
 
 

@@ -67,6 +67,10 @@ def load_checked_policy(args: PolicyChoice) -> tuple[LoadedPolicy | None, gym.En
     given, else the shipped demonstrator (DEFAULT_POLICY), else (a checkout without it) the newest in
     DEFAULT_CHECKPOINT_DIR."""
     if args.policy == "random":
+        given = [flag for flag, value in (("--checkpoint", args.checkpoint), ("--checkpoint-dir", args.checkpoint_dir))
+                 if value is not None]
+        if given:  # it would be silently ignored: the user meant one of the two
+            raise BadInput(f"--policy random acts at random and reads no policy, yet {given[0]} is given; drop one")
         return None, make_env(*env_spec(None))
     path = args.checkpoint
     if path is None and args.checkpoint_dir is None:
@@ -77,6 +81,10 @@ def load_checked_policy(args: PolicyChoice) -> tuple[LoadedPolicy | None, gym.En
                        f"--checkpoint-dir {path!r} for its newest checkpoint")
     try:
         if path is None:
+            if args.checkpoint_dir is not None and not Path(directory).is_dir():
+                raise BadInput(f"--checkpoint-dir {directory!r} "
+                               f"{'is a file' if Path(directory).exists() else 'does not exist'}; pass the folder "
+                               f"train.py wrote its checkpoints to (its checkpoint_dir)")
             found = load_latest(directory)
             if found is None:
                 raise BadInput(f"no checkpoint in {directory!r}; train first (python train.py), "

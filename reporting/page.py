@@ -51,7 +51,8 @@ GENERATOR = "pusht_sac dataset_report.py"  # the page's <meta name="generator">
 GOAL_POSE = np.array([256.0, 256.0, np.pi / 4])  # gym-pusht's target pose of the T (x, y, angle)
 SAMPLE_EPISODES = 8  # trajectories drawn per dataset
 STRIP_EPISODES, STRIP_FRAMES = 3, 8  # the frame strip: episodes, frames of each
-FLAGGED = 5  # episodes listed per flag
+FLAGGED = 5  # episodes listed per kind of outlier
+FLAGGED_KINDS = ("failed", "failed --verify")  # the flagged episodes, which select --drop-flagged drops
 COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
@@ -236,7 +237,9 @@ def distributions_figure(datasets: Sequence[PageDataset]) -> str:
 
 def flags(datasets: Sequence[PageDataset]) -> list[dict]:
     """The episodes worth a look, from the statistics' per-episode rows: the longest, the jerkiest, those whose
-    targets touch the board's edge most, every recorded failure and (after --verify) every replay that failed."""
+    targets touch the board's edge most (`flag` names why), then the flagged ones, every recorded failure and
+    (after --verify) every replay that failed: what `edit_dataset.py select --drop-flagged` drops, the one meaning
+    of "flagged" (`FLAGGED_KINDS`)."""
     rows = []
     for data in datasets:
         episodes = [dict(row, index=e) for e, row in enumerate(data.entry["statistics"]["per_episode"])]
@@ -317,10 +320,11 @@ def header_table(datasets: Sequence[PageDataset], images: Sequence[dict[int, np.
 
 
 def flags_table(rows: list[dict]) -> str:
-    head = ("dataset", "flag", "episode", "seed", "length", "jerk px", "edge fraction", "success", "problem")
+    head = ("dataset", "why", "episode", "seed", "length", "jerk px", "edge fraction", "success", "problem")
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
-        out.append(f"<tr><td>{html.escape(row['dataset'])}</td><td>{row['flag']}</td>"
+        why = f"flagged: {row['flag']}" if row["flag"] in FLAGGED_KINDS else row["flag"]
+        out.append(f"<tr><td>{html.escape(row['dataset'])}</td><td>{why}</td>"
                    + _cell(row["index"], "index") + _cell(row["seed"], "seed") + _cell(row["length"], "length")
                    + _cell(row["mean_jerk_px"], "mean_jerk_px", _fixed(row["mean_jerk_px"], 2))
                    + _cell(row["edge_fraction"], "edge_fraction", _fixed(row["edge_fraction"], 3))
@@ -394,8 +398,10 @@ def build_page(result: dict, datasets: Sequence[PageDataset], title: str) -> str
              + _img(strip(shown), f"frames of {d.label}", pixelated=True)
              for d, picked, shown in zip(datasets, wanted, images, strict=True))),
         ("distributions", "Distributions", _img(distributions_figure(datasets), "distributions of motion")),
-        ("flags", "Flagged episodes", f"<p>{FLAGS_NOTE}{'' if verified else ' ' + NO_VERIFY}</p>"
-                                      + flags_table(flags(datasets))),
+        ("flags", "Episodes worth a look, and the flagged ones",
+         f"<p>The longest, jerkiest and edge-hugging episodes are healthy data worth a look; the flagged ones (failed, "
+         f"or failing --verify) are what edit_dataset.py select --drop-flagged drops. {FLAGS_NOTE}"
+         f"{'' if verified else ' ' + NO_VERIFY}</p>" + flags_table(flags(datasets))),
     ]
     if "imitation" in result:
         imitation = result["imitation"]

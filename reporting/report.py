@@ -20,6 +20,7 @@ from common.cli import (
     check_distinct_outputs,
     check_output_file,
     check_writable_dir,
+    counted,
 )
 from common.files import guarded_write, remove_created_dirs
 from common.ownership import stamp_html, stamp_json, written_by
@@ -96,6 +97,8 @@ def validate(args: ReportRequest, created: list[Path]) -> tuple[parallel.Backend
     bad = [k for k in args.exec_horizon if not 1 <= k <= horizon]
     if bad:
         raise BadInput(f"--exec-horizon must be in [1, {horizon}] (the learners predict {horizon}), got {bad[0]}")
+    if "all" in args.eval_appearance:  # dataset_report.py expands it when it is alone
+        raise BadInput(f"--eval-appearance all names every level; give it alone, got {' '.join(args.eval_appearance)}")
     unknown = [level for level in args.eval_appearance if level not in EVAL_LEVELS]
     if unknown or len(set(args.eval_appearance)) != len(args.eval_appearance) or not args.eval_appearance:
         raise BadInput(f"--eval-appearance takes distinct levels of {', '.join(EVAL_LEVELS)}, got "
@@ -290,7 +293,8 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
                     print("  " + format_row(row))
         if args.plot:
             with guarded_write(args.plot, "free space or pass --plot on another disk, then run again"):
-                plot_scaling(rows, files["--plot"], f"{PROTOCOL_NAME}, {args.episodes} starts × {args.seeds} seeds")
+                title = f"{PROTOCOL_NAME}, {counted(args.episodes, 'start')} × {counted(args.seeds, 'seed')}"
+                plot_scaling(rows, files["--plot"], title)
             print(f"wrote {args.plot}")
     result["seconds"] = time.perf_counter() - started
     # the page is built before anything is written: a dataset whose renders turn out damaged is then bad input
@@ -309,5 +313,5 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
         with guarded_write(args.html, f"{kept}free space or pass --html on another disk, then run again"):
             files["--html"].write(page)
         print(f"wrote {args.html} ({len(page):,} bytes)")
-    print(f"report took {result['seconds']:.0f} s")
+    print(f"report took {time.perf_counter() - started:.0f} s (the page and files included)")
     return 0

@@ -22,6 +22,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 REPO = Path(__file__).resolve().parents[1]
+# Every subprocess's time limit: a guard against a hang, far above any test's work on a loaded machine, never the
+# verdict (a test's outcome never depends on how busy the machine is).
+HANG_S = 1800
 sys.path.insert(0, str(REPO))
 
 
@@ -38,10 +41,10 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def run_script(script: str, *args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=kwargs.pop("cwd", REPO), env=env,
-                          capture_output=True, text=True, timeout=timeout, **kwargs)
+                          capture_output=True, text=True, timeout=timeout or HANG_S, **kwargs)
 
 
 @pytest.fixture

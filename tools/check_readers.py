@@ -10,7 +10,8 @@ Readers: lerobot 0.4.4 `LeRobotDataset` on `lerobot/` (v3.0), lerobot 0.3.3 `LeR
 `meta/modality.json`, and `tfds.builder_from_directory(...).as_dataset(split="train")` on `rlds/`. Each runs in its
 own venv (`--probe`, which imports nothing of this project) and hands back every frame's state, keypoints, action,
 episode index and image. States and actions must equal the zarr's exactly; images exactly for PNG storage and
-within datasets_io.verify.VIDEO_TOLERANCE mean levels for video. Exit 0 when every reader agrees.
+within datasets_io.verify.VIDEO_TOLERANCE mean levels for video. Exit 0 when every reader agrees, 1 when one does not
+or when no reader ran at all (no reader environment: tools/reader_venvs.sh builds them).
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def check(collection: Path, readers: Path) -> int:
     except (OSError, KeyError, ValueError) as err:  # zarr's own errors are ValueErrors
         raise BadInput(f"{str(collection / 'zarr')!r} is not a zarr dataset ({first_line(err)}); pass a folder "
                        f"written with --format ... zarr and the others") from None
-    failed = False
+    failed, checked = False, 0
     episodes = counted(int(want["episode_index"][-1]) + 1, "episode")
     print(f"zarr reference: {counted(len(want['action']), 'frame')}, {episodes}")
     for fmt, venv in READERS.items():
@@ -187,7 +188,11 @@ def check(collection: Path, readers: Path) -> int:
             extra = ", modality.json valid for GR00T" if fmt == "lerobot-v2.1" else ""
             print(f"{fmt} ({venv}): {len(got['action'])} frames; state/action equal to the zarr's; image max mean "
                   f"|error| {error:.2f} levels{extra}: OK")
-        failed = failed or bool(problems)
+        failed, checked = failed or bool(problems), checked + 1
+    if not checked and not failed:  # nothing ran: not a pass
+        print(f"readers: NOTHING CHECKED (no reader environment in {str(readers)!r}, or no format folder beside "
+              f"the zarr); build them with tools/reader_venvs.sh")
+        return 1
     print("readers: OK" if not failed else "readers: FAILED")
     return 1 if failed else 0
 

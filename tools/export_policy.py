@@ -1,9 +1,11 @@
 """Write the slim policy file (`pusht_sac.policy/1`, actor only) from a training checkpoint.
 
-    python tools/export_policy.py runs/B/ckpt/ckpt_0000500000.pt assets/policy.pt [--overwrite]
+    python tools/export_policy.py runs/B/ckpt/ckpt_0000500000.pt runs/B/policy.pt [--overwrite]
 
 An existing output is replaced only with --overwrite, and only a policy file of ours (it loads as one, weights-only);
-bad input is one line and exit 2, a failed write (full disk) exit 74 with the previous file intact.
+the shipped demonstrator (assets/policy.pt, what evaluate.py and collect_dataset.py use by default) only with
+--replace-shipped as well. Bad input is one line and exit 2, a failed write (full disk) exit 74 with the previous file
+intact.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ if __name__ == "__main__":  # first: a Ctrl-C while torch loads is exit 130 in o
 import torch  # noqa: E402
 
 from common.cli import BadInput, CommandParser, check_output_file, check_writable_dir, run_command  # noqa: E402
-from common.files import CheckpointError, guarded_write, load_file  # noqa: E402
+from common.files import CHECKOUT, CheckpointError, guarded_write, load_file  # noqa: E402
 from common.ownership import torch_file_of  # noqa: E402
+from protocol.loading import DEFAULT_POLICY  # noqa: E402
 from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT  # noqa: E402
 
 
@@ -32,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--overwrite", action="store_true", help="replace a policy file written earlier")
+    parser.add_argument("--replace-shipped", action="store_true",
+                        help="with --overwrite, allow replacing the shipped demonstrator (assets/policy.pt) that "
+                             "evaluate.py and collect_dataset.py default to")
     return parser
 
 
@@ -46,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         payload = data.get("policy") if data["format"] == TRAIN_FORMAT else data
         if not payload or payload.get("format") != POLICY_FORMAT:
             raise BadInput(f"{str(args.checkpoint)!r} holds no policy; pass a checkpoint written by train.py")
+        if args.output.resolve() == (CHECKOUT / DEFAULT_POLICY).resolve() and not args.replace_shipped:
+            raise BadInput(f"{str(args.output)!r} is the shipped demonstrator that evaluate.py and collect_dataset.py "
+                           f"use by default; write the policy elsewhere, or pass --overwrite --replace-shipped to "
+                           f"replace it on purpose")
         output = check_output_file(str(args.output), "output", args.overwrite, torch_file_of(POLICY_FORMAT),
                                    "a policy file")
         check_writable_dir(args.output.parent, "output")

@@ -101,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        scalars = load_scalars(args.log_dir) if args.log_dir.is_dir() else {}
+        if not args.log_dir.is_dir():
+            what = "is a file" if args.log_dir.exists() else "does not exist"
+            raise BadInput(f"--log-dir {str(args.log_dir)!r} {what}; pass the run's log_dir (train.py's TensorBoard "
+                           f"folder)")
+        scalars = load_scalars(args.log_dir)
         if not scalars:
             raise BadInput(f"no TensorBoard scalars in {str(args.log_dir)!r}; pass the run's log_dir")
         outputs = {name: check_output_file(str(args.output / name), "--output", args.overwrite, written_by(WRITER),

@@ -35,8 +35,9 @@ class TrainingLogger:
                            ("Episode/success", float(success)), ("Episode/max_coverage", max_coverage)):
             self.writer.add_scalar(tag, value, step)
 
-    def speed(self, env_steps_per_sec: float, step: int) -> None:
+    def speed(self, env_steps_per_sec: float, step: int, threads: int) -> None:
         self.writer.add_scalar("Perf/env_steps_per_sec", env_steps_per_sec, step)
+        self.writer.add_scalar("Perf/torch_threads", threads, step)  # threads 0: what the tuner chose
 
     def close(self) -> None:
         self.writer.close()

@@ -67,6 +67,17 @@ def check_compatible(config: TrainConfig, state: dict, agent: SACAgent, path: Pa
             f"{agent.obs_dim}/{agent.act_dim}; use another checkpoint_dir (or --no-resume --overwrite to discard it)")
 
 
+def changed_settings(config: TrainConfig, state: dict) -> list[str]:
+    """The settings in which `config` differs from the checkpoint's run ("lr 0.0003 -> 0.0001", the wrapper's as
+    env.KEY): a resume goes on with the new values, and says so first."""
+    saved, now = state["config"], config.to_dict()
+    flat = {**{k: v for k, v in now.items() if k != "env"}, **{f"env.{k}": v for k, v in now["env"].items()}}
+    before = {**{k: v for k, v in saved.items() if k != "env"},
+              **{f"env.{k}": v for k, v in (saved.get("env") or {}).items()}}
+    return [f"{key} {before[key]!r} -> {value!r}" for key, value in flat.items()
+            if key in before and before[key] != value]
+
+
 def restore(state: dict, agent: SACAgent, buffer: ReplayBuffer) -> Counters:
     """Load a checkpoint's networks, buffer and RNG states; its counters."""
     agent.load_state_dict(state["agent"])

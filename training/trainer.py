@@ -27,7 +27,7 @@ from training.checks import check_device, check_env, check_memory, slow_bf16_war
 from training.config import ConfigError, TrainConfig
 from training.logger import TrainingLogger
 from training.run_folders import claimed, discard_previous_run, discard_unsaved_run
-from training.run_state import Counters, check_compatible, checkpoint_state, latest_state, restore
+from training.run_state import Counters, changed_settings, check_compatible, checkpoint_state, latest_state, restore
 from training.threads import ThreadTuner
 
 EXIT_NUMERICAL_FAULT = 1
@@ -112,6 +112,9 @@ class Trainer:
             return None
         path, state = found
         check_compatible(self.config, state, self.agent, path)
+        if changed := changed_settings(self.config, state):
+            tqdm.write(f"note: resuming {path} with settings that differ from its run's: {'; '.join(changed)} (a new "
+                       f"run needs its own checkpoint_dir and log_dir, or --no-resume --overwrite)", file=sys.stderr)
         self.counters = restore(state, self.agent, self.buffer)
         self.last_checkpoint_step = self.counters.global_step
         return path
@@ -270,7 +273,8 @@ class Trainer:
                                       "success100": f"{np.mean(counters.recent_successes):.2f}"})
                 if learning_from is None and counters.global_step >= warm_up:
                     learning_from = (progress.n, now)
-                self.logger.speed((counters.global_step - clock_step) / (now - clock_time), counters.global_step)
+                self.logger.speed((counters.global_step - clock_step) / (now - clock_time), counters.global_step,
+                                  torch.get_num_threads())
                 clock_step, clock_time = counters.global_step, now
                 if self.checkpoint_due():
                     self.save_checkpoint()

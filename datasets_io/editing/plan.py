@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,6 +207,10 @@ def plan_edit(args: EditRequest) -> EditPlan:
     if args.command == "merge" and not args.keep_duplicates:
         refuse_duplicates(inputs, facts, sources, remap)
     dropped = flagged(inputs) if args.drop_flagged else set()
+    if args.drop_flagged:  # say what it did: the flagged episodes are dataset_report.py's page's "flagged" rows
+        print(f"--drop-flagged: {counted(len(dropped), 'flagged episode')} dropped (recorded failures and failed "
+              f"replays){': ' + ', '.join(str(index) for _, index in sorted(dropped)[:10]) if dropped else ''}"
+              f"{' ...' if len(dropped) > 10 else ''}", file=sys.stderr)
     if args.command == "split":
         fractions = parse_fractions(args.fractions or [])
         counts = split_counts(len(facts), list(fractions.values()))

@@ -218,6 +218,34 @@ def test_argparse_errors_are_one_line_and_exit_2(command: str, tmp_path: Path, d
     assert not broken, "\n".join(broken)
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_an_option_given_twice_is_one_line_naming_it(command: str, tmp_path: Path, dataset: Path) -> None:
+    """argparse keeps the last of a repeated option silently (`--format lerobot --format zarr` wrote zarr only):
+    every option but those that gather values is refused the second time, before anything runs."""
+    parser = COMMANDS[command].build_parser()
+    gathering = {flag for action in parser._actions for flag in action.option_strings
+                 if isinstance(action, argparse._AppendAction | argparse._CountAction)}
+    zygote = Zygote(command)
+    broken = []
+    for n, option in enumerate(o for o in options() if o.command == command and o.flag and o.flag not in gathering):
+        folder = tmp_path / f"case{n}"
+        folder.mkdir()
+        prepare(folder)
+        if command in ("dataset_report", "edit_dataset"):
+            os.symlink(dataset, folder / "ds")
+        value = option.choices[0] if option.choices else "1" if option.kind in ("int", "float") else "x"
+        argv = [*command_line(option, value), option.flag, value]
+        before = tree(folder)
+        code, _, stderr, _ = zygote.run(argv, folder)
+        lines = stderr.strip().splitlines()
+        if code != 2 or len(lines) != 1 or "given twice" not in lines[0] or option.flag not in lines[0]:
+            broken.append(f"{option.name} twice: exit {code}, {lines[-1:] or 'no message'}")
+        elif tree(folder) != before:
+            broken.append(f"{option.name} twice: refused, but the folder changed")
+    zygote.close()
+    assert not broken, "\n".join(broken)
+
+
 @pytest.mark.parametrize("command", sorted({option.command for option in options() if own_bad_values(option)}))
 def test_each_options_own_bad_values_are_one_line_and_exit_2(command: str, tmp_path: Path, dataset: Path) -> None:
     cases = [(option, (value, True)) for option in options() if option.command == command

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, interruptible, run_script
+from conftest import HANG_S, REPO, interruptible, run_script
 from zygote import Zygote, tree
 
 
@@ -209,13 +209,13 @@ def test_a_signal_while_loading_or_after_the_output_is_complete_is_never_a_trace
         before = tree(folder)
         process = _start(argv, folder)
         if when == "output":
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + HANG_S
             while not (folder / output).exists() and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.002)
         time.sleep(delay)
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=120)
+        _, err = process.communicate(timeout=HANG_S)
         where = f"{name}: SIGINT {delay:.2f} s after {'the start' if when == 'loading' else 'the output appeared'}"
         lines = err.strip().splitlines()
         if "Traceback" in err or "Exception ignored" in err or "KeyboardInterrupt" in err:

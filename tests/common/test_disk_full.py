@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_script
+from conftest import HANG_S, run_script
 from torch.utils.tensorboard import SummaryWriter
 
 from common.files import atomic_save, load_file
@@ -69,7 +69,7 @@ def test_the_limit_fails_a_write_with_efbig_instead_of_killing_the_child(tmp_pat
     code = (f"import errno\nf = open({str(tmp_path / 'big')!r}, 'wb', buffering=0)\nf.write(b'x' * 1000)\n"
             f"short = f.write(b'x' * 1000)\ntry:\n    f.write(b'x')\nexcept OSError as e:\n"
             f"    print(short, errno.errorcode[e.errno], e.strerror)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S,
                             preexec_fn=file_size_limit(1500))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "500 EFBIG File too large"

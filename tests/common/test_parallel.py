@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import HANG_S, REPO
 
 SCRIPT = textwrap.dedent('''
     import os, sys, signal, time
@@ -57,7 +57,7 @@ def run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, str(script), *argv], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=HANG_S)
 
 
 def test_the_pool_gives_the_in_process_results_in_either_order(tmp_path: Path) -> None:

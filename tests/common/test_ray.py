@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, collect_tiny, run_script
+from conftest import HANG_S, REPO, collect_tiny, run_script
 
 from common import parallel
 from datasets_io.collection.collector import Job, worker_collector
@@ -56,7 +56,7 @@ def ray_address() -> Iterator[str]:
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG_S
         while not (found := re.search(r"ray start --address='([^']+)'", log.read_text())) \
                 or cluster_cpus(found.group(1)) != 2:
             if head.poll() is not None or time.monotonic() > deadline:
@@ -67,7 +67,7 @@ def ray_address() -> Iterator[str]:
         monkeypatch.undo()
         head.terminate()  # `ray start --block` stops what it started
         try:
-            head.wait(timeout=30)
+            head.wait(timeout=HANG_S)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()
@@ -79,7 +79,7 @@ def cluster_cpus(address: str) -> float | None:
     probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
              "print(ray.available_resources().get('CPU', 0))")
     try:
-        result = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=60)
+        result = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=HANG_S)
     except subprocess.TimeoutExpired:
         return None
     return float(result.stdout.split()[-1]) if result.returncode == 0 and result.stdout.split() else None
@@ -95,7 +95,7 @@ def test_ray_collects_the_local_pools_dataset(tmp_path: Path, ray_address: str) 
     for name, backend in (("pool", []), ("ray", ["--ray", ray_address])):
         (tmp_path / name).mkdir()  # the same --output from two folders: the same recorded command
         result = run_script("collect_dataset.py", *SMALL, "--episodes", "3", "--format", "both", "--workers", "2",
-                            *backend, "--output", "ds", timeout=120, cwd=tmp_path / name)
+                            *backend, "--output", "ds", timeout=HANG_S, cwd=tmp_path / name)
         assert result.returncode == 0, result.stderr
         runs[name] = files(tmp_path / name / "ds")
     assert "2 Ray worker(s)" in result.stdout
@@ -109,7 +109,7 @@ def test_ray_edits_as_the_local_pool_does(tmp_path: Path, ray_address: str) -> N
     for name, backend in (("pool", []), ("ray", ["--ray", ray_address])):
         (tmp_path / name).mkdir()  # the same --output from two folders: the same recorded edit
         result = run_script("edit_dataset.py", "convert", str(source), "--format", "lerobot", "zarr", "rlds",
-                            "--image-size", "128", "--workers", "2", *backend, "--output", "ds", timeout=120,
+                            "--image-size", "128", "--workers", "2", *backend, "--output", "ds", timeout=HANG_S,
                             cwd=tmp_path / name)
         assert result.returncode == 0, result.stderr
         runs[name] = files(tmp_path / name / "ds")
@@ -121,7 +121,7 @@ def test_ray_edits_as_the_local_pool_does(tmp_path: Path, ray_address: str) -> N
 def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str, monkeypatch) -> None:
     data = tmp_path / "ds"
     assert run_script("collect_dataset.py", *SMALL, "--episodes", "2", "--format", "zarr", "--output", str(data),
-                      timeout=60).returncode == 0
+                      timeout=HANG_S).returncode == 0
     reports = {}
     monkeypatch.setenv("RAY_ADDRESS", ray_address)  # bare --ray goes there, as in a job submitted to a cluster
     for name, backend in (("pool", []), ("ray", ["--ray"])):
@@ -129,7 +129,7 @@ def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str,
         result = run_script("dataset_report.py", str(data), "--imitation", "--learner", "mlp", "--seeds", "2",
                             "--train-steps", "5", "--episodes", "2", "--exec-horizon", "8", "--workers", "2",
                             *backend, "--json", str(out), "--save-learners", f"learners_{name}",
-                            "--work-dir", f"jobs_{name}", cwd=tmp_path, timeout=120)
+                            "--work-dir", f"jobs_{name}", cwd=tmp_path, timeout=HANG_S)
         assert result.returncode == 0, result.stderr
         reports[name] = json.loads(out.read_text())["imitation"]
     # relative folders are the driver's, wherever a task runs: the trained learners and stored jobs arrive there
@@ -164,7 +164,7 @@ def test_without_ray_the_flag_says_how_to_install_it(script: str, tmp_path: Path
         if script == "collect_dataset.py" else [str(request.getfixturevalue("judge_data"))]
     hide_ray = (f"import sys, runpy; sys.modules['ray'] = None; sys.argv = {[script, *argv, '--ray']!r}; "
                 f"runpy.run_path({script!r}, run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", hide_ray], cwd=REPO, capture_output=True, text=True, timeout=120,
+    result = subprocess.run([sys.executable, "-c", hide_ray], cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: --ray needs Ray, which is not installed here: "
@@ -215,7 +215,7 @@ def test_an_address_nobody_listens_on_is_one_line_and_exit_2(script: str, tmp_pa
     argv = refused_args(script, tmp_path, request)
     before = tree(tmp_path)
     started = time.monotonic()
-    result = run_script(script, *argv, "--workers", "2", "--ray", address, timeout=120)
+    result = run_script(script, *argv, "--workers", "2", "--ray", address, timeout=HANG_S)
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.splitlines() == [
         f"error: cannot reach a Ray cluster at {address} (Connection refused); start one with `ray start --head` or "
@@ -239,7 +239,7 @@ def test_more_workers_than_the_cluster_has_cpus_is_one_line_and_exit_2(script: s
     assert capsys.readouterr().err.splitlines() == [
         "error: the Ray cluster did not free 3 CPUs for --workers 3 in 2 s (2 in all); lower --workers"]
     assert tree(tmp_path) == before
-    deadline = time.monotonic() + 30  # the reservation is given back: the cluster's 2 CPUs are free for the next run
+    deadline = time.monotonic() + HANG_S  # the reservation is given back: the cluster's 2 CPUs free again
     while cluster_cpus(ray_address) != 2 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert cluster_cpus(ray_address) == 2
@@ -266,7 +266,7 @@ def failing(original, log, target, mode, wait, context):
         if label == target:
             attempt = lines().count(f"try {label}")
             if mode == "raise":
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + HANG_S
                 while wait >= 0 and f"done {wait}" not in lines() and time.monotonic() < deadline:
                     time.sleep(0.05)  # fail only once the other job has finished (it must be kept)
                 time.sleep(0.5)
@@ -293,7 +293,7 @@ def run_failing(script: str, log: Path, target: int, mode: str, *argv: str,
     seam = (("datasets_io.collection.collector", "worker_collector") if script == "collect_dataset"
             else ("imitation.judge", "job_runner"))
     return subprocess.run([sys.executable, "-c", FAILING_DRIVER, *seam, str(log), str(target), mode, str(wait), script,
-                           *argv], cwd=REPO, capture_output=True, text=True, timeout=120,
+                           *argv], cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
 
 
@@ -320,10 +320,10 @@ def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_comple
     assert attempts(log, 1) == 2  # the first failure was retried, the second ended the run
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]  # no ds.partial
     assert seeds_in(out) == [0]  # the episode completed before the failure, saved
-    resumed = run_script("collect_dataset.py", *collect, "--episodes", "3", "--resume", timeout=60)
+    resumed = run_script("collect_dataset.py", *collect, "--episodes", "3", "--resume", timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stderr
     whole = run_script("collect_dataset.py", *SMALL, "--format", "zarr", "--episodes", "3", "--output",
-                       str(tmp_path / "whole"), timeout=60)
+                       str(tmp_path / "whole"), timeout=HANG_S)
     assert whole.returncode == 0, whole.stderr
     assert seeds_in(out) == [0, 1, 2] and episodes_equal(out, tmp_path / "whole")  # continued where it stopped
 

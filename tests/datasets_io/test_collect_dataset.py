@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
-from conftest import REPO, run_script, tree
+from conftest import HANG_S, REPO, run_script, tree
 
 import collect_dataset
 from common import staging
@@ -294,11 +294,11 @@ def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:
                              "100", "--keep-failures", "--output", str(root)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     first_episode = staging.partial_path(root) / "data/chunk-000/file-000.parquet"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while not first_episode.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130 and "continue with --resume" in err, err
     saved = json.loads((root / "meta/info.json").read_text())["total_episodes"]
     assert 1 <= saved < 100 and f"kept {saved} / attempted {saved}" in out

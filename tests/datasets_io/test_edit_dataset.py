@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import ALL_FORMATS, REPO, collect_all_formats, interruptible, one_error, run, run_script, tree
+from conftest import ALL_FORMATS, HANG_S, REPO, collect_all_formats, interruptible, one_error, run, run_script, tree
 
 import collect_dataset
 import edit_dataset
@@ -234,11 +234,11 @@ def test_ctrl_c_is_exit_130_and_leaves_nothing(tmp_path: Path) -> None:
                              str(out), "--format", "rlds", "--image-size", "512"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
                             preexec_fn=interruptible)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG_S
     while not any(staging.partial_path(out).glob(".new-shard-*")) and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130 and "nothing was written" in err and "Traceback" not in err, err
     assert not out.exists() and not staging.partial_path(out).exists() and tree(source) == before
 
@@ -292,5 +292,5 @@ def test_the_real_readers_load_edited_datasets(collection: Path, tmp_path: Path,
             *ALL_FORMATS], capsys, collection)
     for root in (converted, merged, selected):
         result = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(root), "--readers",
-                                 str(readers)], capture_output=True, text=True, timeout=900)
+                                 str(readers)], capture_output=True, text=True, timeout=HANG_S)
         assert result.returncode == 0 and "readers: OK" in result.stdout, result.stdout + result.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from conftest import REPO, interruptible, one_error, tree
+from conftest import HANG_S, REPO, interruptible, one_error, tree
 from stalling_av import stalling_open
 
 import collect_dataset
@@ -80,12 +80,12 @@ def test_ctrl_c_ends_a_stalled_collection(tmp_path: Path) -> None:
         proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=interruptible)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG_S
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert marker.exists(), log.read_text()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 130, log.read_text()
+        assert proc.wait(timeout=HANG_S) == 130, log.read_text()
     finally:
         proc.kill()
     last = log.read_text().splitlines()[-1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import collect_all_formats
+from conftest import HANG_S, collect_all_formats
 
 import collect_dataset
 import dataset_report
@@ -309,12 +309,12 @@ def test_the_real_readers_load_the_collection_frame_for_frame(collection: Path) 
     this test builds with tools/reader_venvs.sh where they are absent (about 12 GB and 15 minutes, once)."""
     readers = REPO.parent / "readers"
     build = subprocess.run(["bash", str(REPO / "tools/reader_venvs.sh"), str(readers)], capture_output=True,
-                           text=True, timeout=3600)  # a no-op where they exist
+                           text=True, timeout=HANG_S)  # a no-op where they exist
     if build.returncode != 0:
         reason = (build.stderr.strip().splitlines() or ["no output"])[-1]
         pytest.skip(f"the reader venvs could not be built ({reason}); build them with tools/reader_venvs.sh "
                     f"{readers}, then rerun")
     run_ = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(collection), "--readers",
-                           str(readers)], capture_output=True, text=True, timeout=900)
+                           str(readers)], capture_output=True, text=True, timeout=HANG_S)
     assert run_.returncode == 0 and "readers: OK" in run_.stdout, run_.stdout + run_.stderr
     assert run_.stdout.count(": OK") == 4

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zarr
-from conftest import ALL_FORMATS, REPO, collect_all_formats, one_error, run, tree
+from conftest import ALL_FORMATS, HANG_S, REPO, collect_all_formats, one_error, run, tree
 from test_verify_derived import rewrite_rlds
 
 import collect_dataset
@@ -179,5 +179,5 @@ def test_the_real_readers_return_each_frames_instruction(tmp_path_factory: pytes
     collection = collect_all_formats(tmp_path_factory, "readers", *TINY, "--instructions", "paraphrase",
                                      "--appearance", "full")
     result = subprocess.run([sys.executable, str(REPO / "tools/check_readers.py"), str(collection), "--readers",
-                             str(readers)], capture_output=True, text=True, timeout=900)
+                             str(readers)], capture_output=True, text=True, timeout=HANG_S)
     assert result.returncode == 0 and "readers: OK" in result.stdout, result.stdout + result.stderr

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 import zarr
-from conftest import run_script
+from conftest import HANG_S, run_script
 
 from datasets_io.readers import Demonstration, read_demonstrations
 from imitation.windows import dataset_frame_indices, dataset_windows
@@ -78,7 +78,7 @@ def test_a_tampered_label_on_an_imitated_frame_fails_verification(perturbed, tmp
 
 def test_resume_keeps_the_burst_settings(perturbed):
     result = run_script("collect_dataset.py", "--episodes", "1", "--resume", "--burst-noise", "0.1",
-                        "--output", str(perturbed), timeout=60)
+                        "--output", str(perturbed), timeout=HANG_S)
     assert result.returncode == 2 and "--resume must keep" in result.stderr
 
 
@@ -104,7 +104,7 @@ def test_learners_drop_every_sample_whose_chunk_reaches_a_marked_frame():
     (["--burst-noise", "0.2", "--action-noise", "0.1"], "exclude each other"),
 ])
 def test_bad_burst_settings_are_one_line_and_exit_2(tmp_path, args, message):
-    result = run_script("collect_dataset.py", "--episodes", "1", "--output", str(tmp_path / "x"), *args, timeout=60)
+    result = run_script("collect_dataset.py", "--episodes", "1", "--output", str(tmp_path / "x"), *args, timeout=HANG_S)
     assert result.returncode == 2 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -135,5 +135,5 @@ def test_a_relabelling_round_lets_a_saved_learner_drive_the_bursts(tmp_path):
     verify = run_script("collect_dataset.py", "--verify", str(relabelled))
     assert verify.returncode == 0 and "verify: OK" in verify.stdout, verify.stdout
     bad = run_script("collect_dataset.py", "--episodes", "1", "--burst-learner", str(demos / ".zgroup"),
-                     "--output", str(tmp_path / "x"), timeout=60)
+                     "--output", str(tmp_path / "x"), timeout=HANG_S)
     assert bad.returncode == 2 and "--burst-learner" in bad.stderr and "not a learner file" in bad.stderr

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import zarr
-from conftest import collect_tiny, run_script
+from conftest import HANG_S, collect_tiny, run_script
 
 from datasets_io.readers import (
     Demonstration,
@@ -366,6 +366,7 @@ def test_a_saved_learner_loads_and_predicts_the_same(name, tmp_path):
         load_learner(tmp_path / "missing.pt")
 
 
+@pytest.mark.slow  # two judge runs side by side; test_a_job_counts_every_training_step... resumes in-process
 def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrupted_one(tiny_dataset, tmp_path):
     import os
     import signal
@@ -393,24 +394,24 @@ def test_an_interrupted_judge_job_resumes_mid_training_and_ends_as_an_uninterrup
     uninterrupted = start("whole")  # beside the interrupted one: one thread each
     interrupted = start("cut")
     try:
-        deadline, found = time.monotonic() + 120, []
+        deadline, found = time.monotonic() + HANG_S, []
         while not found and interrupted.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
             found = list((tmp_path / "cut_jobs").glob("*.partial/train.pt"))  # written by atomic rename
         interrupted.send_signal(signal.SIGINT)  # Ctrl-C, after the first checkpoint, before the end of training
-        assert interrupted.wait(60) == 130, interrupted.stderr.read()
+        assert interrupted.wait(HANG_S) == 130, interrupted.stderr.read()
         assert interrupted.stderr.read().splitlines() == [
             f"interrupted; no report written; 0 finished jobs kept in {tmp_path}/cut_jobs, and the checkpoints of 1 "
             f"unfinished job: run the same command to go on"]
         (checkpoint,) = found
         assert load_file(checkpoint)["step"] == CHECKPOINT_EVERY
         assert not (tmp_path / "cut.json").exists()
-        again = subprocess.run(command("cut"), cwd=REPO, capture_output=True, text=True, timeout=120,
+        again = subprocess.run(command("cut"), cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
                                env={**os.environ, "OMP_NUM_THREADS": "1"})  # the same command, run again
         assert again.returncode == 0, again.stderr
         assert f"imitation: resuming from {tmp_path}/cut_jobs: 0 finished jobs, 1 to run (1 from a checkpoint)\n" \
             in again.stdout
-        assert uninterrupted.wait(120) == 0, uninterrupted.stderr.read()
+        assert uninterrupted.wait(HANG_S) == 0, uninterrupted.stderr.read()
     finally:
         for process in (interrupted, uninterrupted):
             if process.poll() is None:

@@ -23,7 +23,7 @@ def test_the_default_budget_is_the_full_one_where_measured():
 
 
 def test_quick_and_train_steps_together_are_bad_input(tmp_path):
-    result = run_script("dataset_report.py", str(tmp_path), "--imitation", "--quick", "--train-steps", "5", timeout=60)
+    result = run_script("dataset_report.py", str(tmp_path), "--imitation", "--quick", "--train-steps", "5")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "--quick and --train-steps" in result.stderr
 

@@ -12,6 +12,7 @@ import imageio
 import numpy as np
 import pytest
 import torch
+from conftest import HANG_S
 from PIL import Image, ImageSequence
 
 import evaluate
@@ -80,7 +81,7 @@ def test_json_is_identical_for_one_and_two_workers(tmp_path: Path) -> None:
     for workers in (1, 2):
         output = tmp_path / f"eval_w{workers}.json"
         subprocess.run([sys.executable, "evaluate.py", "--checkpoint", str(policy), "--episodes", "12", "--videos", "0",
-                        "--workers", str(workers), "--output", str(output)], cwd=REPO, check=True, timeout=180,
+                        "--workers", str(workers), "--output", str(output)], cwd=REPO, check=True, timeout=HANG_S,
                        capture_output=True)
         outputs.append(output.read_bytes())
     assert outputs[0] == outputs[1]

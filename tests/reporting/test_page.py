@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from conftest import HANG_S
 from PIL import Image
 
 import collect_dataset
@@ -139,11 +140,11 @@ def test_chromium_draws_the_page_offline(datasets, tmp_path: Path, capsys) -> No
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1400,2400"]
     dom = subprocess.run([*command, "--dump-dom", (tmp_path / "report" / "report.html").as_uri()], capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=HANG_S)
     assert dom.returncode == 0 and Page(dom.stdout).sections == SECTIONS
     assert not re.search(r"(src|href)=\"(?!data:)", dom.stdout)
     subprocess.run([*command, f"--screenshot={shot}", (tmp_path / "report" / "report.html").as_uri()],
-                   capture_output=True, timeout=120, check=True)
+                   capture_output=True, timeout=HANG_S, check=True)
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.std() > 20 and (pixels < 128).mean() > 0.01  # drawn: not one colour, not blank
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO, collect_tiny, interruptible, one_error, run, run_script, tree
+from conftest import HANG_S, REPO, collect_tiny, interruptible, one_error, run, run_script, tree
 
 import dataset_report
 
@@ -34,7 +34,7 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_path):
     out, plot = tmp_path / "report.json", tmp_path / "scaling.png"
     result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--train-steps", "20",
-                        "--episodes", "2", "--seeds", "2", "--exec-horizon", "8", "1", "--max-frames", "25", "50",
+                        "--episodes", "2", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "25", "50",
                         "--reference", str(tiny_dataset / "lerobot"), "--workers", "2", "--plot", str(plot),
                         "--json", str(out))
     assert result.returncode == 0, result.stderr
@@ -72,7 +72,7 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
     (["--plot", "x.png"], "--plot draws the imitation figures"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
-    result = run_script("dataset_report.py", str(tmp_path), *args, timeout=60)
+    result = run_script("dataset_report.py", str(tmp_path), *args, timeout=HANG_S)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
 
@@ -112,14 +112,14 @@ def judging(argv: list[str], ready: Callable[[int, str], bool]) -> tuple[int, st
                                stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, start_new_session=True,
                                preexec_fn=interruptible, env={**os.environ, "OMP_NUM_THREADS": "1"})
     os.close(secondary)
-    drawn, deadline = "", time.monotonic() + 120
+    drawn, deadline = "", time.monotonic() + HANG_S
     try:
         while not ready(process.pid, drawn):
             assert process.poll() is None and time.monotonic() < deadline, drawn[-2000:]
             if select.select([primary], [], [], 0.05)[0]:
                 drawn += os.read(primary, 65536).decode(errors="replace")
         os.killpg(process.pid, signal.SIGINT)
-        code = process.wait(60)
+        code = process.wait(HANG_S)
         while select.select([primary], [], [], 1)[0]:
             try:
                 chunk = os.read(primary, 65536)

@@ -4,7 +4,7 @@ the delayed policy update, Adam's β1, checkpoints and the config keys."""
 import numpy as np
 import pytest
 import torch
-from conftest import run_script
+from conftest import HANG_S, run_script
 from test_agent import filled_buffer
 
 from common.files import atomic_save, load_file
@@ -173,5 +173,5 @@ def test_train_py_runs_crossq_and_refuses_to_resume_it_as_plain_sac(tmp_path, ti
     state = load_file(list_checkpoints(tmp_path / "ckpt")[-1])
     assert "critic_target" not in state["agent"] and state["agent"]["updates"] == state["updates"] > 0
     assert any(key.endswith("running_var") for key in state["agent"]["critic"])
-    refused = run_script("train.py", *[a.replace("crossq=true", "crossq=false") for a in args], timeout=60)
+    refused = run_script("train.py", *[a.replace("crossq=true", "crossq=false") for a in args], timeout=HANG_S)
     assert refused.returncode == 2 and "crossq" in refused.stderr

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import run_script
+from conftest import HANG_S, run_script
 
 import train
 from common.files import load_file
@@ -35,7 +35,7 @@ def test_one_set_flag_takes_several_pairs_and_repeats_still_work():
 
 
 def test_a_bad_pair_among_several_is_one_line_and_exit_2(tmp_path):
-    result = run_script("train.py", "--set", *folders(tmp_path), "episodes=2", "lr=fast", timeout=60)
+    result = run_script("train.py", "--set", *folders(tmp_path), "episodes=2", "lr=fast", timeout=HANG_S)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["error: lr expects float, got 'fast'"]
     assert not (tmp_path / "ckpt").exists() or not list_checkpoints(tmp_path / "ckpt")

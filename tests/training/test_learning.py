@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import run_script
+from conftest import HANG_S, run_script
 
 from env.pusht_wrapper import make_env
 from protocol.checkpoints import list_checkpoints
@@ -17,7 +17,7 @@ def test_sac_solves_pendulum_within_20k_steps(tmp_path):
         "--set", "episodes=100", "--set", "start_steps=1000", "--set", "update_after=1000",
         "--set", "reward_scale=1.0", "--set", "num_updates=1", "--set", "eval_every=0", "--set", "checkpoint_every=100",
         "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", f"log_dir={tmp_path / 'logs'}",
-        "--set", "threads=1", timeout=3000)
+        "--set", "threads=1", timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     policy = load_policy(list_checkpoints(tmp_path / "ckpt")[-1])
     env = make_env("Pendulum-v1")

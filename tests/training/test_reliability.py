@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, Training, run_script
+from conftest import HANG_S, REPO, Training, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import atomic_save, load_file
@@ -208,7 +208,7 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
 def test_unwritable_checkpoint_dir_exits_2_before_training(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    result = run_script("train.py", *args_for(tmp_path, 300, checkpoint_dir=blocker / "ckpt"), timeout=60)
+    result = run_script("train.py", *args_for(tmp_path, 300, checkpoint_dir=blocker / "ckpt"), timeout=HANG_S)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("error: checkpoint_dir") and len(result.stderr.strip().splitlines()) == 1
 
@@ -217,7 +217,7 @@ def test_checkpoint_from_another_observation_size_is_refused(tmp_path):
     first = run_script("train.py", "--no-resume", *args_for(tmp_path, 300, **{"env.features": "seed"}))
     assert first.returncode == 0, first.stderr
     before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
-    second = run_script("train.py", *args_for(tmp_path, 600, **{"env.features": "rich"}), timeout=60)
+    second = run_script("train.py", *args_for(tmp_path, 600, **{"env.features": "rich"}), timeout=HANG_S)
     assert second.returncode == 2
     assert "obs/action sizes 8/2" in second.stderr and "checkpoint_dir" in second.stderr  # 6 + the PD target
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before
@@ -226,7 +226,7 @@ def test_checkpoint_from_another_observation_size_is_refused(tmp_path):
 def test_a_file_that_is_not_a_checkpoint_is_named_in_the_error(tmp_path):
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "ckpt_0000000300.pt").write_text("hello")
-    result = run_script("train.py", *args_for(tmp_path, 300), timeout=120)
+    result = run_script("train.py", *args_for(tmp_path, 300), timeout=HANG_S)
     assert result.returncode == 2  # the only checkpoint: refused, not silently replaced by a new run's
     assert "ckpt_0000000300.pt" in result.stderr and "corrupt" in result.stderr
     assert (tmp_path / "ckpt" / "ckpt_0000000300.pt").read_text() == "hello"

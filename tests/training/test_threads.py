@@ -9,6 +9,11 @@ QUIET = {2: 0.008, 1: 0.010}  # seconds a decision: two threads faster on an idl
 BUSY = {2: 0.060, 1: 0.012}  # beside a CPU hog: two spinning threads collapse
 
 
+def tuner() -> ThreadTuner:
+    """A tuner that always finds the machine busy (the quiet case is what its probes must not cost)."""
+    return ThreadTuner((2, 1), busy=lambda: True)
+
+
 def run(tuner: ThreadTuner, machine: dict[int, float], decisions: int) -> tuple[float, list[int]]:
     """Seconds spent over `decisions`, and the count each decision ran with."""
     spent, used = 0.0, []
@@ -22,21 +27,26 @@ def run(tuner: ThreadTuner, machine: dict[int, float], decisions: int) -> tuple[
 
 def test_it_settles_on_the_faster_count_and_its_probes_cost_little() -> None:
     for machine in (QUIET, BUSY):
-        tuner = ThreadTuner((2, 1))
-        spent, used = run(tuner, machine, 100_000)
+        spent, used = run(probing := tuner(), machine, 100_000)
         best = min(machine, key=machine.get)
         assert used[-1] == best and used.count(best) > 0.97 * len(used)
         assert spent < 1.03 * 100_000 * machine[best]
 
 
 def test_it_follows_the_machine_when_it_gets_busy_and_quiet_again() -> None:
-    tuner = ThreadTuner((2, 1))
-    run(tuner, QUIET, 60_000)  # long enough for the probes to grow rare
-    spent, used = run(tuner, BUSY, 20_000)
+    probing = tuner()
+    run(probing, QUIET, 60_000)  # long enough for the probes to grow rare
+    spent, used = run(probing, BUSY, 20_000)
     assert used[-1] == 1 and used[:2000].count(1) > 1500  # within a few hundred decisions, not the next probe
     assert spent < 1.10 * 20_000 * BUSY[1]
-    _, used = run(tuner, QUIET, 40_000)
+    _, used = run(probing, QUIET, 40_000)
     assert used[-1] == 2
+
+
+def test_on_a_quiet_machine_it_never_leaves_the_preferred_count() -> None:
+    """A probe's switch costs a little on a real machine; with nothing else running it is never paid."""
+    _, used = run(ThreadTuner((2, 1), busy=lambda: False), QUIET, 50_000)
+    assert set(used) == {2}
 
 
 def test_an_update_differs_in_its_last_bits_on_one_and_two_threads() -> None:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, run_script
+from conftest import HANG_S, REPO, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import load_file
@@ -53,7 +53,7 @@ def test_no_resume_refuses_to_mix_with_an_earlier_run_unless_overwrite(tmp_path,
     args = [a.replace("episodes=2", "episodes=1") for a in tiny_train_args]
     assert run_script("train.py", "--no-resume", *args).returncode == 0
     before = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
-    refused = run_script("train.py", "--no-resume", *args, timeout=60)
+    refused = run_script("train.py", "--no-resume", *args, timeout=HANG_S)
     assert refused.returncode == 2 and "--overwrite" in refused.stderr
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == before
     again = run_script("train.py", "--no-resume", "--overwrite", *args)
@@ -78,7 +78,7 @@ def test_no_resume_refuses_to_mix_with_an_earlier_run_unless_overwrite(tmp_path,
     (["--config", "does/not/exist.yaml"], "does not exist"),
 ])
 def test_bad_config_exits_2_with_one_line(tmp_path, args, fragment):
-    result = run_script("train.py", "--set", f"checkpoint_dir={tmp_path / 'c'}", *args, timeout=60)
+    result = run_script("train.py", "--set", f"checkpoint_dir={tmp_path / 'c'}", *args, timeout=HANG_S)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0] and lines[0].startswith("error: ")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Training, run_script
+from conftest import HANG_S, Training, run_script
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from common.files import load_file
@@ -100,7 +100,7 @@ def trained(tmp_path_factory) -> Path:
 ])
 def test_resuming_with_another_structural_key_is_refused_and_changes_nothing(trained, key, old, new):
     before = snapshot(trained / "ckpt"), snapshot(trained / "logs")
-    result = run_script("train.py", *settings(trained, **{**TINY, "max_env_steps": 400, key: new}), timeout=120)
+    result = run_script("train.py", *settings(trained, **{**TINY, "max_env_steps": 400, key: new}), timeout=HANG_S)
     line = error_line(result, 2)
     checkpoint = trained / "ckpt" / "ckpt_0000000200.pt"
     assert line.startswith(f"error: checkpoint {str(checkpoint)!r} was trained with {key}={old!r}, "

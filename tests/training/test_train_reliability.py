@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, run_script
+from conftest import HANG_S, REPO, run_script
 
 from common.files import atomic_save, load_file
 from common.locks import FileLock, LockHeld, read_pid
@@ -68,7 +68,7 @@ BAD_VALUES = [
                                                             "huge-networks", "huge-buffer", "config-folder"])
 def test_a_bad_value_is_one_line_exit_2_and_nothing_written(tmp_path, folders, args, fragments):
     before = snapshot(tmp_path)
-    line = refused(run_script("train.py", *train_args(*folders), *args, timeout=120))
+    line = refused(run_script("train.py", *train_args(*folders), *args, timeout=HANG_S))
     assert all(fragment in line for fragment in fragments), line
     assert snapshot(tmp_path) == before
 
@@ -76,7 +76,7 @@ def test_a_bad_value_is_one_line_exit_2_and_nothing_written(tmp_path, folders, a
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_on_a_machine_without_it_is_one_line(tmp_path, folders):
     before = snapshot(tmp_path)
-    line = refused(run_script("train.py", *train_args(*folders, device="cuda"), timeout=120))
+    line = refused(run_script("train.py", *train_args(*folders, device="cuda"), timeout=HANG_S))
     assert "device 'cuda' is not available" in line and "set device=cpu" in line
     assert snapshot(tmp_path) == before
 
@@ -86,7 +86,7 @@ def test_an_unwritable_log_dir_leaves_no_checkpoint_dir_behind(tmp_path):
     blocker.write_text("a file where log_dir's parent should be")  # unwritable even for root
     before = snapshot(tmp_path)
     line = refused(run_script("train.py", *train_args(tmp_path / "fresh" / "deep" / "ckpt", blocker / "logs"),
-                              timeout=120))
+                              timeout=HANG_S))
     assert line.startswith("error: log_dir:") and str(blocker / "logs") in line
     assert snapshot(tmp_path) == before
 
@@ -96,7 +96,7 @@ def test_a_read_only_log_dir_leaves_no_checkpoint_dir_behind(tmp_path):
     read_only = tmp_path / "read_only"
     read_only.mkdir(mode=0o555)
     before = snapshot(tmp_path)
-    line = refused(run_script("train.py", *train_args(tmp_path / "fresh" / "ckpt", read_only / "logs"), timeout=120))
+    line = refused(run_script("train.py", *train_args(tmp_path / "fresh" / "ckpt", read_only / "logs"), timeout=HANG_S))
     assert line.startswith("error: log_dir:") and str(read_only / "logs") in line
     assert snapshot(tmp_path) == before
 
@@ -128,7 +128,7 @@ def test_a_second_run_on_a_locked_folder_names_it_and_the_holder(tmp_path, held,
     holder = hold_lock(tmp_path / held / ".train_lock")
     try:
         before = snapshot(tmp_path)
-        line = refused(run_script("train.py", "--no-resume", *train_args(ckpt, logs), timeout=120))
+        line = refused(run_script("train.py", "--no-resume", *train_args(ckpt, logs), timeout=HANG_S))
         assert f"another train.py run (PID {holder.pid}) is using {option} {str(tmp_path / held)!r}" in line
         assert snapshot(tmp_path) == before  # the other folder was created, then removed
     finally:
@@ -146,7 +146,7 @@ def test_one_folder_for_both_is_one_lock(tmp_path):
     run.mkdir()
     holder = hold_lock(run / ".train_lock")
     try:
-        line = refused(run_script("train.py", *train_args(run, run), timeout=120))
+        line = refused(run_script("train.py", *train_args(run, run), timeout=HANG_S))
         assert f"(PID {holder.pid}) is using checkpoint_dir and log_dir {str(run)!r}" in line
     finally:
         holder.send_signal(signal.SIGKILL)
@@ -189,11 +189,11 @@ def test_the_only_checkpoint_unreadable_is_refused_and_kept_unless_overwrite(tmp
     only = ckpt / "ckpt_0000000300.pt"
     only.write_bytes(b"abcdef")
     before = snapshot(tmp_path)
-    line = refused(run_script("train.py", *train_args(ckpt, logs), timeout=120))
+    line = refused(run_script("train.py", *train_args(ckpt, logs), timeout=HANG_S))
     assert f"checkpoint {str(only)!r} is unreadable or corrupt" in line and "the only checkpoint" in line
     assert "--no-resume --overwrite" in line and "previous" not in line
     assert snapshot(tmp_path) == before
-    refused(run_script("train.py", "--no-resume", *train_args(ckpt, logs), timeout=120))
+    refused(run_script("train.py", "--no-resume", *train_args(ckpt, logs), timeout=HANG_S))
     assert snapshot(tmp_path) == before
     fresh = run_script("train.py", "--no-resume", "--overwrite", *train_args(ckpt, logs))
     assert fresh.returncode == 0, fresh.stderr
@@ -234,7 +234,7 @@ def test_a_readable_file_that_is_not_a_training_checkpoint_is_refused(tmp_path, 
     foreign = ckpt / "ckpt_0000000300.pt"
     torch.save(content, foreign)
     before = snapshot(tmp_path)
-    line = refused(run_script("train.py", *train_args(ckpt, tmp_path / "logs"), timeout=120))
+    line = refused(run_script("train.py", *train_args(ckpt, tmp_path / "logs"), timeout=HANG_S))
     assert f"{str(foreign)!r} {fragment}" in line and "checkpoint_dir" in line
     assert snapshot(tmp_path) == before
 
