@@ -58,9 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.config, args.set)
             if args.overwrite and not args.no_resume:
                 raise ConfigError("--overwrite only applies with --no-resume (a resumed run keeps its files)")
-            trainer = Trainer(config)
-            print(run_summary(config, args.config, args.set or []), file=sys.stderr)
-            return trainer.train(resume=not args.no_resume, overwrite=args.overwrite)
+            return Trainer(config).train(resume=not args.no_resume, overwrite=args.overwrite,
+                                         banner=run_summary(config, args.config, args.set or []))
         except ConfigError as err:
             raise BadInput(str(err)) from None
 

@@ -76,6 +76,14 @@ class Stopped(Exception):
     before is complete; the message is one line for the user."""
 
 
+def _worker_gone() -> Exception:
+    """What a dead worker means: the signal the whole process group got (Ctrl-C or SIGTERM to the job, which the
+    workers share with us: `interrupts.Interrupted` is raised), else the worker alone was killed or ran out of
+    memory."""
+    interrupts.check()
+    return Stopped("a worker process died (killed, or out of memory)")
+
+
 class KeepComplete(contextlib.AbstractContextManager):
     """Ends its `with` block quietly on Stopped or a noted Ctrl-C / SIGTERM and keeps the reason, so the caller
     saves what is complete and says why in one line."""
@@ -209,7 +217,7 @@ class _Processes:
         try:
             worker.connection.send(item)
         except OSError:
-            raise Stopped("a worker process died (killed, or out of memory)") from None
+            raise _worker_gone() from None
         worker.tickets.append(ticket)
         return ticket
 
@@ -227,7 +235,7 @@ class _Processes:
         try:
             ok, value = worker.connection.recv()
         except (EOFError, OSError):
-            raise Stopped("a worker process died (killed, or out of memory)") from None
+            raise _worker_gone() from None
         worker.tickets.popleft()
         if not ok:
             line, cause = value

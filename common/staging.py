@@ -125,6 +125,11 @@ def is_staging(path: Path) -> bool:
     return path.is_dir() and any(is_marker(path / name) for name in MARKERS)
 
 
+def swap_interrupted(final: Path) -> bool:
+    """Whether a swap into `final` was stopped between its renames (`recover` finishes it)."""
+    return is_marker(old_path(final) / REPLACED_NAME)
+
+
 def recover(final: Path) -> None:
     """Finish a swap that a crash interrupted (see the module docstring); a no-op otherwise."""
     old, partial = old_path(final), partial_path(final)

@@ -128,6 +128,10 @@ def check_output(output: str | None, overwrite: bool, resume: bool = False, inpu
                        f"checks; choose a folder outside it")
     if (reason := _unfinished(path)) is not None:
         raise BadInput(f"--output: {reason}")
+    if staging.swap_interrupted(path) and not (overwrite or resume):  # refused anyway once finished: touch nothing
+        raise BadInput(f"{str(path)!r}: a run was stopped while swapping its dataset in (the previous one is in "
+                       f"{str(staging.old_path(path))!r}); nothing was touched: run again with {rerun}, which "
+                       f"finishes that swap first")
     try:
         staging.recover(path)  # finishes a swap of ours that a crash interrupted: removes only what it replaced
         stale = staging.stale_partial(path, overwrite or resume, rerun)

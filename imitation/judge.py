@@ -121,7 +121,7 @@ def load_learner(path: str | Path) -> ChunkPolicy:
     try:
         payload = load_file(path)  # weights-only, a regular file: what every file we read is held to
     except CheckpointError as err:
-        raise ValueError(f"not a learner file: {err}") from None
+        raise ValueError(f"{str(path)!r} is not a learner file ({err})") from None
     if not isinstance(payload, dict) or payload.get("format") != LEARNER_FORMAT:
         raise ValueError(f"{str(path)!r} is not a learner file written by dataset_report.py --save-learners")
     spec = LEARNERS[payload["learner"]]

@@ -41,6 +41,19 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def merged(base: list[str], extra: list[str]) -> list[str]:
+    """`base` with each option that `extra` gives again left out (its values too), then `extra`: the commands refuse
+    an option given twice, so a test's case replaces its base's value instead of repeating the option."""
+    given = {word.split("=", 1)[0] for word in extra if word.startswith("--")}
+    kept, skipping = [], False
+    for word in base:
+        if word.startswith("--"):
+            skipping = word.split("=", 1)[0] in given
+        if not skipping:
+            kept.append(word)
+    return [*kept, *extra]
+
+
 def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=kwargs.pop("cwd", REPO), env=env,

@@ -24,6 +24,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
 from common.cli import (  # noqa: E402
@@ -38,11 +39,16 @@ from common.files import guarded_write  # noqa: E402
 from common.ownership import stamp_png, written_by  # noqa: E402
 
 # file name -> (title, y label, [(tag, legend label), ...])
+ROLLING = 100  # training episodes averaged into one point of the training success curve
+SMOOTHED = {"Episode/success"}  # 0/1 per episode: drawn as the rolling mean
 FIGURES = {
     "episode_reward.png": ("Episode reward (raw env return)", "return",
                            [("Reward/episode", "episode"), ("Reward/mean_100", "mean of last 100")]),
     "eval_success.png": ("Deterministic evaluation", "rate / reward",
                          [("Eval/success_rate", "success rate"), ("Eval/mean_max_reward", "mean max reward")]),
+    "success.png": ("Success: training episodes beside evaluation", "success rate",
+                    [("Episode/success", f"training episodes (mean of the last {ROLLING})"),
+                     ("Eval/success_rate", "evaluation (deterministic, protocol starts)")]),
     "alpha.png": ("Temperature α", "α", [("Alpha", "α")]),
     "policy_entropy.png": ("Policy entropy (−log π of sampled actions)", "nats", [("Policy/entropy", "entropy")]),
 }
@@ -73,6 +79,9 @@ def plot(scalars: dict[str, tuple[list[int], list[float]]], outputs: dict[str, O
         fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
         for tag, label in present:
             steps, values = scalars[tag]
+            if tag in SMOOTHED:
+                values = np.convolve(values, np.ones(ROLLING), "full")[:len(values)] / np.minimum(
+                    np.arange(1, len(values) + 1), ROLLING)
             ax.plot(steps, values, label=label, linewidth=1.0 if len(steps) > 200 else 1.5)
         ax.set(title=title, xlabel="env steps", ylabel=ylabel)
         if name == "alpha.png":
@@ -113,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         check_writable_dir(args.output, "--output")
         for path in plot(scalars, outputs):
             print(f"wrote {path}")
+        for name, (_, _, series) in FIGURES.items():  # what was not drawn, and why
+            missing = [tag for tag, _ in series if tag not in scalars]
+            if missing:
+                drawn = "not drawn" if len(missing) == len(series) else "drawn without " + ", ".join(missing)
+                print(f"{name}: {drawn}: no {', '.join(missing)} in the logs yet"
+                      + (" (evaluations start at eval_every env steps)" if any(t.startswith("Eval/") for t in missing)
+                         else ""))
         return 0
 
     return run_command(body, "interrupted; the PNGs written so far are complete")

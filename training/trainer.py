@@ -229,9 +229,9 @@ class Trainer:
                     raise NumericalFault(f"non-finite {', '.join(bad)} at env step {counters.global_step}")
                 self.logger.updates(values, counters.global_step)
 
-    def train(self, resume: bool, overwrite: bool = False) -> int:
+    def train(self, resume: bool, overwrite: bool = False, banner: str | None = None) -> int:
         """Run to the end, holding the run's folders (ConfigError for a busy folder or any bad input, with
-        nothing on disk changed)."""
+        nothing on disk changed). `banner`: the run's first line, once its folders are its own."""
         resumed_from: list[Path | None] = [None]
 
         def prepare() -> None:
@@ -243,6 +243,8 @@ class Trainer:
                            f"checkpoint: this one starts again from step 0")
 
         with claimed(self.config, prepare), interrupts.handled():
+            if banner:
+                tqdm.write(banner, file=sys.stderr)
             return self._train(resumed_from[0])
 
     def _train(self, resumed_from: Path | None) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import one_error, run, tree
+from conftest import merged, one_error, run, tree
 
 import evaluate
 from env.pusht_wrapper import PushTOptions
@@ -38,8 +38,8 @@ def test_a_bad_output_is_one_line_before_any_episode(tmp_path: Path, capsys, arg
     (tmp_path / "link.json").symlink_to(tmp_path / "user.gif")
     (tmp_path / "linkdir").symlink_to(tmp_path / "folder.gif")
     before = tree(tmp_path)
-    code, out, err = run(evaluate.main, [*RANDOM, "--output", f"{tmp_path}/eval.json",
-                                         *[a.format(d=tmp_path) for a in argv]], capsys)
+    code, out, err = run(evaluate.main, merged([*RANDOM, "--output", f"{tmp_path}/eval.json"],
+                                               [a.format(d=tmp_path) for a in argv]), capsys)
     assert code == 2 and says in one_error(err), err
     assert "success_rate" not in out  # refused before any episode ran
     assert tree(tmp_path) == before

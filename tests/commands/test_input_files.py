@@ -13,7 +13,7 @@ from test_contract import COMMANDS, command_line, options
 from test_output_into_ours import TOOLS, tool_options
 from zygote import Zygote
 
-HANG_S = 60  # a hang guard far above any case's work (each ends in well under a second to a few seconds)
+HANG_S = 120  # a case still running after this hangs (each ends in well under a second to a few seconds)
 VALUES = ("fifo", "/dev/zero", "a_folder", "empty.txt", "huge.txt", "image.png")
 
 

@@ -25,6 +25,25 @@ def test_export_policy_keeps_the_actor_and_refuses_to_overwrite(tmp_path):
     assert again.returncode == 2 and "--overwrite" in again.stderr
 
 
+def test_export_policy_never_replaces_the_shipped_demonstrator_unless_told(tmp_path):
+    """assets/policy.pt is every command's default policy: --overwrite alone does not replace it."""
+    from conftest import REPO
+
+    shipped = REPO / "assets" / "policy.pt"
+    before = shipped.read_bytes()
+    result = run_script("tools/export_policy.py", str(shipped), str(shipped), "--overwrite")
+    assert result.returncode == 2 and "--replace-shipped" in result.stderr and shipped.read_bytes() == before
+
+
+def test_check_readers_that_ran_no_reader_fails(tmp_path):
+    """No reader environment (or no format beside the zarr): nothing was checked, which is not a pass."""
+    from conftest import collect_tiny
+
+    collection = collect_tiny(tmp_path / "ds", 5, "zarr", "rlds")
+    result = run_script("tools/check_readers.py", str(collection), "--readers", str(tmp_path / "no_readers"))
+    assert result.returncode == 1 and "readers: NOTHING CHECKED" in result.stdout and "readers: OK" not in result.stdout
+
+
 def test_plot_curves_writes_one_png_per_logged_figure(tmp_path):
     with SummaryWriter(tmp_path / "logs") as writer:
         for step in range(10):
@@ -36,6 +55,18 @@ def test_plot_curves_writes_one_png_per_logged_figure(tmp_path):
     assert (tmp_path / "png" / "alpha.png").read_bytes()[:4] == b"\x89PNG"
     empty = run_script("tools/plot_curves.py", "--log-dir", str(tmp_path / "nothing"))
     assert empty.returncode == 2
+
+
+def test_plot_curves_draws_training_success_and_says_what_it_could_not_draw(tmp_path):
+    with SummaryWriter(tmp_path / "logs") as writer:
+        for step in range(10):
+            writer.add_scalar("Episode/success", float(step > 4), step)
+    result = run_script("tools/plot_curves.py", "--log-dir", str(tmp_path / "logs"), "--output", str(tmp_path / "png"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["success.png"]
+    assert "success.png: drawn without Eval/success_rate: no Eval/success_rate in the logs yet (evaluations start" \
+        in result.stdout
+    assert "alpha.png: not drawn: no Alpha in the logs yet" in result.stdout
 
 
 def test_plot_curves_replaces_only_its_own_pngs_and_only_with_overwrite(tmp_path):

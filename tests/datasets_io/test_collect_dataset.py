@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import zarr
-from conftest import HANG_S, REPO, run_script, tree
+from conftest import HANG_S, REPO, merged, one_error, run_script, tree
 
 import collect_dataset
 from common import staging
@@ -41,8 +41,8 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 def collect(out: Path, capsys: pytest.CaptureFixture[str], *extra: str, episodes: int = 3) -> Path:
-    code, _, err = run(["--policy", "random", "--episodes", str(episodes), "--output", str(out), *SHORT, *extra],
-                       capsys)
+    code, _, err = run(merged(["--policy", "random", "--episodes", str(episodes), "--output", str(out), *SHORT],
+                              list(extra)), capsys)
     assert code == 0, err
     return out
 
@@ -197,8 +197,8 @@ def test_refuses_to_overwrite_and_says_how(tmp_path: Path, capsys) -> None:
     (["--workers", "0"], "--workers must be in [1, 1024]"),
 ])
 def test_bad_input_is_one_error_line(tmp_path: Path, capsys, argv: list[str], message: str) -> None:
-    code, _, err = run(["--policy", "random", "--episodes", "2", "--output", str(tmp_path / "ds"), *SHORT, *argv],
-                       capsys)
+    code, _, err = run(merged(["--policy", "random", "--episodes", "2", "--output", str(tmp_path / "ds"), *SHORT],
+                              argv), capsys)
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err
     assert not (tmp_path / "ds").exists()
 
@@ -286,6 +286,21 @@ def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) ->
     collect(root, capsys, "--resume", episodes=2)
     seeds = [e["seed"] for e in pq.read_table(root / "meta/episodes").to_pylist()]
     assert seeds == [3, 4] and not staging.old_path(root).exists()
+
+
+def test_a_run_refused_for_want_of_a_flag_leaves_a_cut_short_swap_as_it_is(tmp_path: Path, capsys) -> None:
+    """Finishing the swap would change the folder, and the run would then be refused anyway (an existing dataset
+    without --resume or --overwrite): it is refused first, naming the flags that finish it, every file as it was."""
+    root = collect(tmp_path / "ds", capsys, episodes=1)
+    new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
+    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)
+    os.rename(root, staging.old_path(root))
+    os.rename(new, staging.partial_path(root))
+    (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
+    before = tree(tmp_path)
+    code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), *SHORT], capsys)
+    assert code == 2 and "stopped while swapping" in one_error(err) and "--resume" in err
+    assert tree(tmp_path) == before
 
 
 def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import zarr
-from conftest import HANG_S, collect_tiny, run_script
+from conftest import HANG_S, collect_tiny, merged, run_script
 
 from datasets_io.readers import (
     Demonstration,
@@ -297,9 +297,10 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
 
     def judge(*extra: str) -> tuple[dict, str]:
         out = tmp_path / "r.json"
-        result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp",
-                            "--train-steps", "5", "--episodes", "2", "--exec-horizon", "8", "--seeds", "2",
-                            "--work-dir", str(work), "--json", str(out), "--overwrite", *extra)
+        result = run_script("dataset_report.py", *merged(
+            [str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "2",
+             "--exec-horizon", "8", "--seeds", "2", "--work-dir", str(work), "--json", str(out), "--overwrite"],
+            list(extra)))
         assert result.returncode == 0, result.stderr
         return json.loads(out.read_text())["imitation"], result.stdout
 

@@ -12,7 +12,7 @@ import imageio
 import numpy as np
 import pytest
 import torch
-from conftest import HANG_S
+from conftest import HANG_S, merged
 from PIL import Image, ImageSequence
 
 import evaluate
@@ -164,7 +164,7 @@ def _write(path: Path, text: str) -> Path:
 def test_bad_input_gives_one_error_line_and_exit_2(case: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     defaults = ["--output", str(tmp_path / "eval.json"), "--video-dir", str(tmp_path / "videos")]
-    argv = [*defaults, *BAD_INPUTS[case](tmp_path)]
+    argv = merged(defaults, BAD_INPUTS[case](tmp_path))
     code, err = run_main(argv, capsys)
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1, err

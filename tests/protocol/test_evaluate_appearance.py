@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run
+from conftest import merged, run
 
 import evaluate
 from env import appearance
@@ -38,8 +38,9 @@ def make():
 
 def evaluated(folder: Path, capsys, *more: str) -> tuple[dict, str]:
     output = folder / f"eval{len(list(folder.glob('eval*.json')))}.json"
-    code, _, err = run(evaluate.main, ["--episodes", "2", "--start-seed", "100003", "--videos", "1", "--video-dir",
-                                       str(folder / f"videos{output.stem}"), "--output", str(output), *more], capsys)
+    code, _, err = run(evaluate.main, merged(["--episodes", "2", "--start-seed", "100003", "--videos", "1",
+                                              "--video-dir", str(folder / f"videos{output.stem}"), "--output",
+                                              str(output)], list(more)), capsys)
     assert code == 0, err
     return json.loads(output.read_text()), err
 

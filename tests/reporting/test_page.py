@@ -103,7 +103,7 @@ def test_the_page_has_every_section_and_the_reports_numbers(datasets, tmp_path: 
     ours_rows = stats[0]["per_episode"]
     assert {v for _, v in episodes} >= {repr(row["seed"]) for row in ours_rows if not row["success"]}
     assert "None" in {v for _, v in episodes}  # the reference's episodes have no seed
-    assert re.search(r"<td>ours/lerobot</td><td>failed</td>", text)
+    assert re.search(r"<td>ours/lerobot</td><td>flagged: failed</td>", text)
 
 
 def test_the_imitation_section_shows_the_jsons_rows_and_the_scaling_curve(datasets, tmp_path: Path,
@@ -164,7 +164,7 @@ def test_verify_lists_the_episode_whose_replay_fails_with_its_seed(datasets, tmp
     checked, reference = (entry["verify"] for entry in result["datasets"])
     assert reference is None and checked["episodes"] == 4
     assert [(bad["episode"], bad["seed"]) for bad in checked["failed"]] == [(2, seed)]
-    row = re.search(r"<td>[^<]*zarr</td><td>failed --verify</td>(.*?)</tr>", text).group(1)
+    row = re.search(r"<td>[^<]*zarr</td><td>flagged: failed --verify</td>(.*?)</tr>", text).group(1)
     assert f'data-key="seed" data-value="{seed}"' in row and "differs" in row
     assert "listed when the report runs with --verify" not in text
 
