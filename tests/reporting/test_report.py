@@ -70,6 +70,8 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
     (["--episodes", "0"], "--episodes must be >= 1"),
     (["--seeds", "0"], "--seeds must be >= 1"),
     (["--plot", "x.png"], "--plot draws the imitation figures"),
+    (["--eval-appearance", "all"], "--eval-appearance changes what a learner that sees pixels is shown"),
+    (["--eval-appearance", "all", "heldout"], "--eval-appearance all names every level; give it alone"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = run_script("dataset_report.py", str(tmp_path), *args, timeout=HANG_S)
