@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_contract import COMMANDS, command_line, options
-from test_output_into_ours import TOOLS, tool_options
+from test_output_into_ours import TOOLS, tool_line, tool_options
 from zygote import Zygote
 
 HANG_S = 120  # a case still running after this hangs (each ends in well under a second to a few seconds)
@@ -51,17 +51,6 @@ def test_every_file_option_refuses_pipes_devices_and_huge_files_at_once(command:
     finally:
         zygote.close()
     assert not broken, "\n".join(broken)
-
-
-def tool_line(module: str, flag: str, name: str, value: str) -> list[str]:
-    base = list(TOOLS[module])
-    if flag in base:
-        base[base.index(flag) + 1] = value
-    elif flag:
-        base += [flag, value]
-    else:
-        base[int(name[-2]) - 1] = value
-    return base
 
 
 @pytest.mark.parametrize("module", list(TOOLS))

@@ -113,16 +113,21 @@ def cases(shelf: Path) -> dict[str, list[tuple[str, list[str]]]]:
                     (f"train {field.name}", [*BASE["train"], "--set", f"{field.name}={_value(shelf / place, '')}"]))
     for module, flag, name in tool_options():
         for place in places(name):
-            base = list(TOOLS[module])
-            value = _value(shelf / place, flag or ".pt")
-            if flag in base:
-                base[base.index(flag) + 1] = value
-            elif flag:
-                base += [flag, value]
-            else:
-                base[int(name[-2]) - 1] = value
-            found.setdefault(module, []).append((name, base))
+            found.setdefault(module, []).append((name, tool_line(module, flag, name, _value(shelf / place,
+                                                                                          flag or ".pt"))))
     return found
+
+
+def tool_line(module: str, flag: str, name: str, value: str) -> list[str]:
+    """A tool's base command line with the option `name` (`flag`, or a positional's number) given `value`."""
+    base = list(TOOLS[module])
+    if flag in base:
+        base[base.index(flag) + 1] = value
+    elif flag:
+        base += [flag, value]
+    else:
+        base[int(name[-2]) - 1] = value
+    return base
 
 
 def _inputs(folder: Path) -> Path:
