@@ -62,9 +62,11 @@ def dataset_holding(output: Path) -> Path | None:
     """The dataset folder of ours that `output` would be inside, or None: a format's dataset, a split's parts, or a
     multi-format collection (common.ownership's rule, and by their formats those written before their manifests
     named the collection)."""
-    for folder in output.resolve().parents:
-        if folder.is_dir() and (formats.detect(folder) is not None or formats.find(folder)
-                                or ownership.folder_of_ours(folder) is not None):
+    parent = output.resolve().parent
+    if (found := ownership.folder_of_ours(parent)) is not None:  # walks every folder above itself, once
+        return found[0]
+    for folder in (parent, *parent.parents):
+        if folder.is_dir() and (formats.detect(folder) is not None or formats.find(folder)):
             return folder
     return None
 
