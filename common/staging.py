@@ -130,14 +130,23 @@ def swap_interrupted(final: Path) -> bool:
     return is_marker(old_path(final) / REPLACED_NAME)
 
 
+def unrecoverable(final: Path) -> str | None:
+    """Why a swap into `final` that a crash stopped cannot be finished by a run (the new dataset never completed,
+    the previous one is only in `DIR.old`), or None: the user must rename it back, and a message says so."""
+    old = old_path(final)
+    if is_marker(old / REPLACED_NAME) and not final.exists() and not is_marker(partial_path(final) / COMPLETE_NAME):
+        return (f"{str(old)!r} holds the previous dataset but {str(final)!r} is missing and the new one never "
+                f"completed; rename {old.name} back to {final.name}, then run again")
+    return None
+
+
 def recover(final: Path) -> None:
     """Finish a swap that a crash interrupted (see the module docstring); a no-op otherwise."""
     old, partial = old_path(final), partial_path(final)
     if is_marker(old / REPLACED_NAME):
+        if (problem := unrecoverable(final)) is not None:
+            raise StagingError(problem)
         if not final.exists():
-            if not is_marker(partial / COMPLETE_NAME):
-                raise StagingError(f"{str(old)!r} holds the previous dataset but {str(final)!r} is missing; "
-                                   f"rename {old.name} back to {final.name}")
             os.rename(partial, final)
             _note(f"finished saving {final} (a previous run was stopped while swapping it in)")
         shutil.rmtree(old)

@@ -52,6 +52,10 @@ def check_input(path: str | Path) -> Path:
     """The input dataset folder at `path`, if it may be read at all (its format and checks come after)."""
     path = Path(path)
     if not os.path.lexists(path):
+        if staging.swap_interrupted(path):  # read-only here: the collecting command finishes the swap
+            raise BadInput(staging.unrecoverable(path) or (
+                f"{str(path)!r} is missing: a run was stopped while swapping it in (the new dataset is complete in "
+                f"{str(staging.partial_path(path))!r}); run that collection again with --resume to finish the swap"))
         raise BadInput(f"{str(path)!r} does not exist; pass a dataset folder")
     if (reason := _unfinished(path)) is not None:
         raise BadInput(reason)
@@ -130,6 +134,8 @@ def check_output(output: str | None, overwrite: bool, resume: bool = False, inpu
                        f"checks; choose a folder outside it")
     if (reason := _unfinished(path)) is not None:
         raise BadInput(f"--output: {reason}")
+    if (problem := staging.unrecoverable(path)) is not None:  # no flag finishes it: say what does, at once
+        raise BadInput(problem)
     if staging.swap_interrupted(path) and not (overwrite or resume):  # refused anyway once finished: touch nothing
         raise BadInput(f"{str(path)!r}: a run was stopped while swapping its dataset in (the previous one is in "
                        f"{str(staging.old_path(path))!r}); nothing was touched: run again with {rerun}, which "

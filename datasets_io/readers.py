@@ -20,6 +20,7 @@ import zarr
 from datasets_io import formats
 from datasets_io.formats import lerobot_common, zarr_replay
 from env.appearance import Appearance
+from env.pusht_wrapper import SEED_LIMIT
 
 # gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
 BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
@@ -50,6 +51,8 @@ class Demonstration:
         """Every episode read has frames and finite numbers: a NaN would flow silently into every statistic (and a
         report's JSON), an empty episode into an IndexError."""
         which = "an episode" if self.seed is None else f"the episode of seed {self.seed}"
+        if self.seed is not None and not 0 <= self.seed < SEED_LIMIT:
+            raise ValueError(f"{which}: the seed is outside 0..2**31-1, where every collected seed lies")
         if len(self.action) == 0:
             raise ValueError(f"{which} has no frames")
         for name in ("agent_pos", "action", "keypoints"):

@@ -30,7 +30,7 @@ from datasets_io.formats import FORMATS, lerobot_common, lerobot_v21, read_colle
 from datasets_io.formats.lerobot_common import IMAGE_KEY, varied
 from env import appearance
 from env.appearance import MIXED, Appearance
-from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from env.pusht_wrapper import PUSHT_ENV_ID, SEED_LIMIT, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
 TOLERANCE = 1e-3
@@ -224,6 +224,9 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
         episode_stats = next(stored_stats, None) if stored_stats is not None else None
         if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":
             _check_seedless(report, env, facts, recorded, collection)
+            continue
+        if not 0 <= facts["seed"] < SEED_LIMIT:
+            report.mismatch(facts, "its seed is outside 0..2**31-1, where every collected seed lies")
             continue
         if len(recorded["action"]) != facts["length"]:
             report.mismatch(facts, f"{len(recorded['action'])} frames stored, length says {facts['length']}")

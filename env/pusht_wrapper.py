@@ -38,6 +38,7 @@ BOARD_SIZE = 512.0
 VELOCITY_SCALE = 2000.0
 MAX_EPISODE_STEPS = 300
 CONTROL_HZ = 10  # gym-pusht steps the policy at 10 Hz: the fps of videos and datasets
+SEED_LIMIT = 2**31  # start seeds stay below it: far more than any collection uses, and no format's seed field wraps
 IMAGE_SIZE = 96  # the side of the observation render datasets store and controllers see (gym-pusht's own default)
 FEATURE_SETS = ("seed", "rich")
 ACTION_MODES = ("absolute", "waypoint")

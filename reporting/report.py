@@ -140,6 +140,7 @@ def check_inputs(args: ReportRequest) -> dict[Path, str]:
     read: dict[Path, str] = {}  # the folder each dataset is read from, resolved: how it was named first
     given: dict[Path, str] = {}
     for flag, path in [("DIR", p) for p in args.datasets] + [("--reference", p) for p in args.reference]:
+        folders.check_input(path)  # the one rule on input folders: unfinished, kept or mid-swap ones named
         try:
             _, root, episodes = open_demonstrations(path, images)
             first = next(episodes, None) if images else None  # one episode: what size the image learner would get

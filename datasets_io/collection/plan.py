@@ -18,12 +18,11 @@ from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.instructions import resolve, tasks
 from datasets_io.verify import check_metadata
 from env.appearance import LEVELS
-from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, image_size_problem
+from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, SEED_LIMIT, image_size_problem
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
-SEED_LIMIT = 2**31  # seeds stay below it: far more than any collection uses, and no format's seed field wraps
 RERUN = "--resume (to go on from what is saved) or --overwrite (to start again)"  # what replaces a dead run's leftovers
 EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
 

@@ -205,6 +205,7 @@ def plan_edit(args: EditRequest) -> EditPlan:
     sources, remap = provenance(inputs) if args.command == "merge" or any(
         "sources" in source.collection for source in inputs) else (None, None)
     if args.command == "merge" and not args.keep_duplicates:
+        refuse_same_folder(inputs)
         refuse_duplicates(inputs, facts, sources, remap)
     dropped = flagged(inputs) if args.drop_flagged else set()
     if args.drop_flagged:  # say what it did: the flagged episodes are dataset_report.py's page's "flagged" rows
@@ -267,6 +268,17 @@ def provenance(inputs: list[Input]) -> tuple[list[dict], dict[tuple[int, int], i
             remap[s, k] = len(sources)
             sources.append(entry)
     return sources, remap
+
+
+def refuse_same_folder(inputs: list[Input]) -> None:
+    """One dataset named twice, however spelt (a symbolic link, a trailing slash): said as such, not as its episodes
+    found twice."""
+    seen: dict[Path, Input] = {}
+    for source in inputs:
+        if (same := source.root.resolve()) in seen:
+            raise BadInput(f"{str(seen[same].path)!r} and {str(source.path)!r} name one dataset, {str(same)!r}; give "
+                           f"each input once (--keep-duplicates merges it twice on purpose)")
+        seen[same] = source
 
 
 def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dict],

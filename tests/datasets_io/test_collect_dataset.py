@@ -303,6 +303,28 @@ def test_a_run_refused_for_want_of_a_flag_leaves_a_cut_short_swap_as_it_is(tmp_p
     assert tree(tmp_path) == before
 
 
+def test_a_cut_short_swap_gets_advice_that_works(tmp_path: Path, capsys) -> None:
+    """Killed between the renames: --verify (read-only) says the collection's --resume finishes it, and does; when
+    the new dataset never completed, every command, whatever its flags, says the one thing that helps (rename the
+    previous dataset back) rather than naming flags that cannot finish it."""
+    root = collect(tmp_path / "ds", capsys, episodes=1)
+    new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
+    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)
+    os.rename(root, staging.old_path(root))
+    os.rename(new, staging.partial_path(root))
+    (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
+    before = tree(tmp_path)
+    code, _, err = run(["--verify", str(root)], capsys)
+    assert code == 2 and "--resume to finish the swap" in one_error(err) and tree(tmp_path) == before
+    (staging.partial_path(root) / staging.COMPLETE_NAME).unlink()  # the new one never completed
+    before = tree(tmp_path)
+    for flags in ([], ["--overwrite"], ["--resume"]):
+        code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), *SHORT, *flags], capsys)
+        assert code == 2 and f"rename {staging.old_path(root).name} back" in one_error(err), flags
+    code, _, err = run(["--verify", str(root)], capsys)
+    assert code == 2 and "back" in one_error(err) and tree(tmp_path) == before
+
+
 def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:
     root = tmp_path / "ds"
     proc = subprocess.Popen([sys.executable, str(REPO / "collect_dataset.py"), "--policy", "random", "--episodes",

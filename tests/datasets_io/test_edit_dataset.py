@@ -124,6 +124,15 @@ def test_merge_keeps_where_every_episode_came_from(collection: Path, tmp_path: P
     assert f"`{first}`" in (out / "rlds/README.md").read_text()
 
 
+def test_merge_names_one_dataset_given_twice_as_such(collection: Path, tmp_path: Path, capsys) -> None:
+    """However it is spelt (a symbolic link, a trailing slash), one folder named twice is said to be one dataset."""
+    (tmp_path / "link").symlink_to(collection / "zarr")
+    for second in (str(tmp_path / "link"), str(collection / "zarr") + "/"):
+        code, _, err = run(edit_dataset.main, ["merge", str(collection / "zarr"), second, "--output",
+                                               str(tmp_path / "out")], capsys)
+        assert code == 2 and "name one dataset" in one_error(err) and not (tmp_path / "out").exists()
+
+
 def test_drop_flagged_drops_the_recorded_failures(collection: Path, tmp_path: Path, capsys) -> None:
     code, _, err = run(edit_dataset.main, ["select", str(collection / "zarr"), "--output", str(tmp_path / "out"),
                                            "--drop-flagged"], capsys)  # a random policy fails every episode

@@ -254,6 +254,18 @@ def test_a_merged_dataset_so_edited_is_refused_by_edits_and_resume(merged: Path,
     assert code == 2 and "collection attribute: edits is missing" in one_error(err)
 
 
+def test_a_seed_out_of_range_fails_the_replay_and_every_reader(collection: Path, tmp_path: Path, capsys) -> None:
+    """A zarr's episode seed edited to a negative number (and its manifest re-hashed): --verify names the episode,
+    and the reader refuses it in one line rather than handing it to the env."""
+    root = Path(shutil.copytree(collection / "zarr", tmp_path / "zarr"))
+    zarr.open_group(str(root), mode="r+")["meta/episode_seed"][0] = -7
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1 and "seed is outside 0..2**31-1" in out
+    code, _, err = run(edit_dataset.main, ["select", str(root), "--output", str(tmp_path / "out")], capsys)
+    assert code == 2 and not (tmp_path / "out").exists()
+
+
 def test_a_lone_format_holds_max_coverage_to_its_replay(collection: Path, tmp_path: Path, capsys) -> None:
     """With no other format beside it to compare with, an episode's max_coverage is recomputed by the replay."""
     root = tmp_path / "lone"
