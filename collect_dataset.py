@@ -4,7 +4,7 @@
                               [--format FORMAT [FORMAT ...]] [--start-seed 0] [--workers 1] [--overwrite | --resume]
                               [--action-noise SIGMA] [--keep-failures] [--max-attempts M]
                               [--image-size 96] [--no-video] [--max-steps 300] [--appearance LEVEL]
-                              [--instructions fixed|paraphrase|FILE]
+                              [--looks-per-trajectory K] [--instructions fixed|paraphrase|FILE]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
     python collect_dataset.py --verify DIR [--checkpoint PATH]
 
@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "colors (colours, brightness, contrast), full (also a small camera change and distractor "
                              "shapes); rendering only, the physics and actions are the same (env/appearance.py; "
                              "default none; with --resume: the dataset's own)")
+    parser.add_argument("--looks-per-trajectory", dest="looks", type=int, metavar="K",
+                        help="record each kept trajectory K times, each copy an episode with its own look of the "
+                             "--appearance level and the trajectory's seed (rendered during the one rollout): many "
+                             "looks without new rollouts. --episodes counts every copy and must be a multiple of K "
+                             "(default 1; with --resume: the dataset's own)")
     parser.add_argument("--instructions", metavar="fixed|paraphrase|FILE",
                         help="each episode's language instruction: fixed (gym-pusht's one task sentence), paraphrase "
                              f"(one of our {len(PARAPHRASES)} paraphrases, drawn from the episode's seed; "

@@ -4,6 +4,7 @@
                                      [--format F ...] [--image-size S]
     python edit_dataset.py split IN --output OUT --fractions NAME=F [NAME=F ...] [--seed S]    # writes OUT/NAME
     python edit_dataset.py convert IN --output OUT --format F [F ...] [--image-size S] [--appearance LEVEL]
+                                      [--looks-per-trajectory K]
     python edit_dataset.py merge IN [IN ...] --output OUT [--format F ...] [--image-size S] [--keep-duplicates]
     (every command also takes [--workers N] [--ray [ADDRESS]] [--overwrite])
 
@@ -12,8 +13,10 @@ sub-folders), or a Diffusion Policy replay zarr such as the human reference, who
 copied frame by frame at their own size, into zarr only. SPEC lists episode indices or seeds as `0:100,150,170:180`
 (START:STOP leaves STOP out, as Python does). --max-steps keeps the episodes of at most N steps; --drop-flagged
 drops those dataset_report.py flags as unusable (recorded failures and episodes whose replay fails). split deals the
-episodes out at random (fixed by --seed) in the given fractions; every part is a complete dataset, the parts are
-disjoint and together hold every episode. merge writes the episodes of every input, in order, each recording its
+trajectories out at random (fixed by --seed) in the given fractions; every part is a complete dataset, the parts are
+disjoint and together hold every episode. The looks of one trajectory (collect_dataset.py --looks-per-trajectory,
+or one seed merged at several levels) stay together: split never deals them to two parts, select refuses to keep
+only some of them, --drop-flagged drops them all. merge writes the episodes of every input, in order, each recording its
 source (the input, its policy's SHA-256 and collection command) in the format's per-episode metadata (`source`, an
 index into the record's `sources`) and on the card; the same seed from the same policy twice is refused unless
 --keep-duplicates; the inputs must share their collection settings (an --image-size reconciles differing image
@@ -21,7 +24,8 @@ sizes). Every episode is recorded again by replaying it from its seed and execut
 output's image size and in its formats (default: the input's format), so a 96 px zarr becomes a 224 px RLDS or
 LeRobot dataset frame-exactly, without the policy. Each episode keeps its look (collect_dataset.py --appearance);
 --appearance LEVEL renders every episode with the look its seed draws at LEVEL instead, so a plain dataset gains
-varied looks without collecting again (a merge of different levels records each episode's). Outputs are datasets
+varied looks without collecting again (a merge of different levels records each episode's); convert
+--looks-per-trajectory K draws each episode in K looks of the level, K episodes sharing its seed. Outputs are datasets
 like collect_dataset.py's (manifest, card, quality statistics; collect_dataset.py --verify passes), built in
 OUT.partial and swapped in whole; the inputs are never written. --workers / --ray re-record in parallel with the
 same bytes.
@@ -69,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--appearance", choices=LEVELS, metavar="LEVEL",
                              help=f"render every episode with the look its seed draws at LEVEL ({', '.join(LEVELS)}; "
                                   f"default: each episode keeps its own): augmentation by replay")
+        if name == "convert":
+            sub.add_argument("--looks-per-trajectory", dest="looks", type=int, metavar="K",
+                             help="draw each episode in K looks of the level (K episodes sharing its seed; the input "
+                                  "holds one look per trajectory; default 1)")
         if name == "select":
             sub.add_argument("--episodes", metavar="SPEC", help="episode indices to keep, e.g. 0:100,150,170:180")
             sub.add_argument("--seeds", metavar="SPEC", help="seeds to keep, e.g. 0:100,150")

@@ -252,8 +252,11 @@ def _appearance_sentence(fmt: str, collection: dict) -> str:
         return ""
     what = (f"drawn from its seed at appearance level `{level}`: {LEVEL_TEXT[level]}" if level in LEVEL_TEXT
             else "mixed: each episode names its level (`none` is gym-pusht's own look)")
+    looks = collection.get("looks_per_trajectory", 1)
+    copies = (f" Each trajectory is recorded {looks} times, as {looks} episodes that share its seed, states, actions "
+              f"and rewards, each drawn in its own look (a split keeps them in one part)." if looks > 1 else "")
     return (f" Each episode's look varies, {what}; states, actions and rewards are untouched. Its parameters are in "
-            f"{APPEARANCE_FIELD[fmt]}.")
+            f"{APPEARANCE_FIELD[fmt]}.{copies}")
 
 
 def _edit_lines(collection: dict) -> list[str]:

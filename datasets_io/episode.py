@@ -9,6 +9,7 @@ last action is not a frame. Physics is deterministic, so `reset(seed)` plus the 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -107,7 +108,13 @@ class EpisodeRecorder:
         self.env = _InfoTap(env)
 
     def __call__(self, policy: Policy, seed: int, look: Appearance | None = None) -> EpisodeData:
-        frames: dict[str, list] = {key: [] for key in (*STATE_KEYS, "image", "action", "reward", "is_success")}
+        return self.in_looks(policy, seed, (look,))[0]
+
+    def in_looks(self, policy: Policy, seed: int, looks: Sequence[Appearance | None]) -> list[EpisodeData]:
+        """One rollout recorded once per look: the same frames drawn in each look from the live state (as a replay
+        draws them), so every copy is exactly what `--verify` renders again."""
+        frames: dict[str, list] = {key: [] for key in (*STATE_KEYS, "action", "reward", "is_success")}
+        images: list[list[np.ndarray]] = [[] for _ in looks]
 
         def on_step(env: _InfoTap) -> None:
             if "env_action" in env.info:  # after a step: the outcome of the previous frame's action
@@ -118,17 +125,19 @@ class EpisodeRecorder:
                 pusht = env.unwrapped
                 for key, value in observe(pusht).items():
                     frames[key].append(value)
-                frames["image"].append(appearance.render(pusht, look))
+                for drawn, look in zip(images, looks, strict=True):
+                    drawn.append(appearance.render(pusht, look))
 
         record = run_episode(self.env, policy, seed, on_step=on_step)
         arrays = {key: np.stack(values) for key, values in frames.items()}
-        return EpisodeData(
+        return [EpisodeData(
             seed=seed, success=record.success, max_coverage=float(np.float32(record.max_coverage)),
-            image=arrays["image"],
+            image=np.stack(drawn),
             agent_pos=arrays["agent_pos"].astype(np.float32), keypoints=arrays["keypoints"].astype(np.float32),
             block_pose=arrays["block_pose"].astype(np.float32), n_contacts=arrays["n_contacts"].astype(np.float32),
             action=arrays["action"].astype(np.float32), reward=arrays["reward"].astype(np.float32),
-            is_success=arrays["is_success"].astype(bool), appearance=look)
+            is_success=arrays["is_success"].astype(bool), appearance=look) for drawn, look in zip(images, looks,
+                                                                                                 strict=True)]
 
 
 def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False,

@@ -29,7 +29,7 @@ from datasets_io.episode import replay
 from datasets_io.formats import FORMATS, lerobot_common, lerobot_v21, read_collection, zarr_replay
 from datasets_io.formats.lerobot_common import IMAGE_KEY, varied
 from env import appearance
-from env.appearance import MIXED, Appearance
+from env.appearance import MAX_LOOKS, MIXED, Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, SEED_LIMIT, make_env
 from protocol.loading import PolicySource, load_checked_policy
 
@@ -197,9 +197,12 @@ def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]
     if collection["appearance"] != MIXED and recorded.level != collection["appearance"]:
         return None, (f"its recorded appearance is of level {recorded.level!r}, the collection's "
                       f"{collection['appearance']!r}")
-    if seed != zarr_replay.NO_SEED and recorded != appearance.draw(recorded.level, seed):
-        return None, (f"its recorded appearance is not what seed {seed} draws at level {recorded.level!r} (an edited "
-                      f"parameter)")
+    looks = collection.get("looks_per_trajectory", 1)
+    if "looks_per_trajectory" in collection and (not isinstance(looks, int) or not 1 < looks <= MAX_LOOKS):
+        return None, f"the record's looks_per_trajectory {looks!r} is not a number of looks in 2..{MAX_LOOKS}"
+    if seed != zarr_replay.NO_SEED and appearance.copy_of(recorded, seed, looks) is None:
+        drawn = f"draws at level {recorded.level!r}" if looks == 1 else f"draws in its {looks} looks of {recorded.level!r}"
+        return None, f"its recorded appearance is not what seed {seed} {drawn} (an edited parameter)"
     return (None if recorded.level == "none" else recorded), ""
 
 

@@ -39,6 +39,7 @@ HUE_SPREAD = 1 / 6  # training hues lie within ±60° of the default's; held-out
 SHAPES = ("circle", "square")  # distractors collection draws
 HELDOUT_SHAPES = ("triangle", "cross")  # distractors it never draws
 LEVEL_STREAM = {"colors": 1, "full": 2, "heldout": 3}  # each level's own random stream of a seed
+MAX_LOOKS = 64  # looks of one trajectory (--looks-per-trajectory): far more than a perception needs
 MAX_DISTRACTORS = 4  # the most any level draws (held-out: 2 to 4)
 # A replay zarr's per-episode row (meta/episode_appearance): the level's index in EVAL_LEVELS, the colours in
 # DEFAULT_COLORS' order (R, G, B each), brightness, contrast, shift x and y, rotation, zoom, then MAX_DISTRACTORS
@@ -172,14 +173,15 @@ def _either_side(rng: np.random.Generator, low: float, high: float) -> float:
     return float(rng.uniform(low, high) * rng.choice([-1.0, 1.0]))
 
 
-def draw(level: str, seed: int) -> Appearance:
-    """The appearance of the episode started from `seed` at `level` (one of EVAL_LEVELS)."""
+def draw(level: str, seed: int, copy: int = 0) -> Appearance:
+    """The appearance of the episode started from `seed` at `level` (one of EVAL_LEVELS); `copy` > 0 draws the
+    seed's further looks (one trajectory recorded in several looks), each from a stream of its own."""
     if level not in EVAL_LEVELS:
         raise ValueError(f"unknown appearance level {level!r}; use one of {', '.join(EVAL_LEVELS)}")
     if level == "none":
         return Appearance()
     heldout = level == "heldout"
-    rng = np.random.default_rng([LEVEL_STREAM[level], seed])
+    rng = np.random.default_rng([LEVEL_STREAM[level], seed] + ([copy] if copy else []))
     colors = {name: _board(rng, heldout) if name == "board" else _hue_shifted(rgb, rng, heldout)
               for name, rgb in DEFAULT_COLORS.items()}
     if heldout:
@@ -204,9 +206,14 @@ def draw(level: str, seed: int) -> Appearance:
     return Appearance(level, colors, brightness, contrast, shift, rotation, zoom, distractors)
 
 
-def look(level: str, seed: int) -> Appearance | None:
-    """What the renderer takes for an episode: None for gym-pusht's own look, else `draw(level, seed)`."""
-    return None if level == "none" else draw(level, seed)
+def look(level: str, seed: int, copy: int = 0) -> Appearance | None:
+    """What the renderer takes for an episode: None for gym-pusht's own look, else `draw(level, seed, copy)`."""
+    return None if level == "none" else draw(level, seed, copy)
+
+
+def copy_of(recorded: Appearance, seed: int, looks: int) -> int | None:
+    """Which of the `looks` draws of `seed` at its level `recorded` is (None: none of them, an edited look)."""
+    return next((k for k in range(looks) if draw(recorded.level, seed, k) == recorded), None)
 
 
 def _polygon(d: Distractor) -> list[tuple[float, float]]:

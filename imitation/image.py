@@ -44,6 +44,9 @@ class ImageFlowConfig(FlowConfig):
     perception_ratio: float = 0.2  # perception steps per head step: `steps` alone sets the whole budget
     perception_batch: int = 64
     holdout: float = 0.05  # share of the episodes (the last ones) the perception does not train on
+    # levers for frames of varied looks (benchmarks/perception_looks.py measures each); off, today's figures stand
+    input_norm: bool = False  # each image's channels standardised by their own mean and spread: tints cancel
+    augment: bool = False  # each training image in random colours (photometric; nothing moves): what a look varies
     # the head is the state `flow` learner's (512 wide, batch 256, 10k steps): the 256-wide head at 6k steps held
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
     full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
@@ -74,12 +77,28 @@ class SpatialSoftmax(nn.Module):
         return torch.cat([(weights.sum(2) * xs).sum(-1), (weights.sum(3) * ys).sum(-1)], dim=-1)
 
 
+def photometric(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """(B, 3, H, W) 0-255 images → the same scenes in other colours, drawn per image: the channels in a random
+    order, now and then grey, each channel's gain and offset changed. Nothing moves, so the keypoints still hold;
+    it varies what a varied look varies (colours, brightness, contrast), not its camera."""
+    batch = len(images)
+    x = images.float()
+    order = torch.argsort(torch.rand(batch, 3, generator=generator), dim=1).to(x.device)
+    x = torch.gather(x, 1, order[:, :, None, None].expand_as(x))
+    grey = (torch.rand(batch, generator=generator) < 0.2).to(x.device)
+    x = torch.where(grey[:, None, None, None], x.mean(1, keepdim=True).expand_as(x), x)
+    gain = (0.6 + 0.8 * torch.rand(batch, 3, 1, 1, generator=generator)).to(x.device)
+    offset = (80 * torch.rand(batch, 3, 1, 1, generator=generator) - 40).to(x.device)
+    return (x * gain + offset).clamp(0, 255)
+
+
 class Perception(nn.Module):
     """(N, 3, pixels, pixels) 0-255 images → (N, 18) agent xy and block keypoints, scaled by `point_norm`."""
 
     def __init__(self, config: ImageFlowConfig, point_norm: RangeNormalizer) -> None:
         super().__init__()
         self.point_norm = point_norm
+        self.input_norm = config.input_norm
         layers: list[nn.Module] = []
         for c_in, c_out, stride in zip((3, *config.channels[:-1]), config.channels, config.strides, strict=True):
             layers += [nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1), nn.GroupNorm(8, c_out), nn.ReLU()]
@@ -87,7 +106,11 @@ class Perception(nn.Module):
                                  nn.Linear(2 * config.feature_maps, 256), nn.ReLU(), nn.Linear(256, OBS_DIM))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.net(images.float() / 127.5 - 1.0)
+        x = images.float()
+        if self.input_norm:
+            mean, spread = x.mean((2, 3), keepdim=True), x.std((2, 3), keepdim=True)
+            return self.net((x - mean) / (spread + 1.0))
+        return self.net(x / 127.5 - 1.0)
 
     def points(self, images: torch.Tensor) -> torch.Tensor:
         """The estimates in env units."""
@@ -145,8 +168,29 @@ def _small_images(episodes: Sequence[Demonstration], side: int, chunk: int = 102
 
 
 @torch.no_grad()
-def _estimate(perception: Perception, images: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+def estimate(perception: Perception, images: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+    """The perception's estimates (env units) for every image, a chunk at a time."""
     return torch.cat([perception.points(images[i:i + chunk]) for i in range(0, len(images), chunk)])
+
+
+def train_perception(images: torch.Tensor, truth: torch.Tensor, n_fit: int, config: ImageFlowConfig,
+                     progress: bool = True, checkpoint: Path | None = None) -> tuple[Perception, dict]:
+    """The perception trained on the first `n_fit` of `images` ((N, 3, pixels, pixels) uint8) to regress `truth`
+    ((N, 18) env units), frozen; with the training record."""
+    perception = Perception(config, RangeNormalizer.fit(truth.numpy(), POINTS)).to(config.device)
+    labels = perception.point_norm(truth.to(config.device))
+
+    def perception_loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        batch = images[index].to(config.device)
+        if config.augment:
+            batch = photometric(batch, generator)
+        return nn.functional.mse_loss(model(batch), labels[index.to(config.device)])
+
+    stage = replace(config, steps=config.perception_steps, batch_size=config.perception_batch, ema_decay=0.0)
+    perception, seen = train(perception, perception_loss, n_fit, stage, "imitation: training image perception",
+                             progress, checkpoint)
+    perception.requires_grad_(False)
+    return perception, seen
 
 
 def point_errors(estimates: torch.Tensor, truth: torch.Tensor) -> dict:
@@ -171,18 +215,10 @@ def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowCo
                             dtype=torch.float32)
     held_out = math.ceil(config.holdout * len(episodes)) if len(episodes) > 1 else 0
     n_fit = sum(ep.length for ep in episodes[:len(episodes) - held_out])
-    perception = Perception(config, RangeNormalizer.fit(truth.numpy(), POINTS)).to(config.device)
-    labels = perception.point_norm(truth.to(config.device))
-
-    def perception_loss(model: nn.Module, index: torch.Tensor, _generator: torch.Generator) -> torch.Tensor:
-        return nn.functional.mse_loss(model(images[index].to(config.device)), labels[index.to(config.device)])
-
-    stage = replace(config, steps=config.perception_steps, batch_size=config.perception_batch, ema_decay=0.0)
-    perception, seen = train(perception, perception_loss, n_fit, stage, "imitation: training image perception",
-                             progress, work_dir / "perception.pt" if work_dir else None)
-    perception.requires_grad_(False)
+    perception, seen = train_perception(images, truth, n_fit, config, progress,
+                                        work_dir / "perception.pt" if work_dir else None)
     features_started, cpu_started = time.perf_counter(), time.process_time()
-    estimates = _estimate(perception, images.to(config.device)).cpu()
+    estimates = estimate(perception, images.to(config.device)).cpu()
     seen.update(seconds_features=time.perf_counter() - features_started,
                 cpu_seconds_features=time.process_time() - cpu_started,
                 train_error=point_errors(estimates[:n_fit], truth[:n_fit]),

@@ -34,6 +34,7 @@ class Job:
     formats: tuple[str, ...] = ()  # what the episodes are written as: the worker prepares what those writers need
     use_video: bool = True
     appearance: str = "none"  # the level each episode's look is drawn at, from its seed (env/appearance.py)
+    looks: int = 1  # each trajectory recorded in this many looks of the level: that many episodes share its seed
     instructions: tuple[str, ...] | None = None  # the sentences an episode's instruction is drawn from (None: fixed)
 
 
@@ -46,11 +47,12 @@ class Collector:
         self.env = make_env(*env_spec(job.policy), **size)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
 
-    def __call__(self, seed: int) -> EpisodeData:
-        return formats.prepare(instructed(self.record(seed), self.job.instructions), self.job.formats,
-                               self.job.use_video)
+    def __call__(self, seed: int) -> list[EpisodeData]:
+        """The seed's trajectory as the episodes the writers take: one per look."""
+        return [formats.prepare(instructed(episode, self.job.instructions), self.job.formats, self.job.use_video)
+                for episode in self.record(seed)]
 
-    def record(self, seed: int) -> EpisodeData:
+    def record(self, seed: int) -> list[EpisodeData]:
         base = self.job.policy or random_policy(seed, 2)
         noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
 
@@ -60,14 +62,14 @@ class Collector:
                 action = action + self.job.action_noise * noise.standard_normal(action.shape)
             return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-        look = appearance.look(self.job.appearance, seed)
+        looks = [appearance.look(self.job.appearance, seed, copy) for copy in range(self.job.looks)]
         if not self.job.perturbation.active:
-            return self.recorder(act, seed, look)
+            return self.recorder.in_looks(act, seed, looks)
         rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed,
                                    self.job.burst_driver(seed) if self.job.burst_driver else None)
-        episode = self.recorder(rollout, seed, look)
-        return replace(episode, action=rollout.labels.array(), executed=episode.action,
-                       imitate=np.array(rollout.imitate, dtype=bool))
+        return [replace(episode, action=rollout.labels.array(), executed=episode.action,
+                        imitate=np.array(rollout.imitate, dtype=bool))
+                for episode in self.recorder.in_looks(rollout, seed, looks)]
 
 
 def instructed(episode: EpisodeData, sentences: tuple[str, ...] | None) -> EpisodeData:
@@ -82,7 +84,8 @@ def worker_collector(job: Job) -> Collector:
     return Collector(job)
 
 
-def rollouts(job: Job, seeds: Iterable[int], backend: parallel.Backend) -> Iterator[EpisodeData]:
-    """Episodes in seed order whatever the backend; seeds are consumed lazily (a few ahead per worker)."""
-    for _, episode in parallel.imap(worker_collector, job, seeds, backend, lambda seed: f"episode seed {seed}"):
-        yield episode
+def rollouts(job: Job, seeds: Iterable[int], backend: parallel.Backend) -> Iterator[list[EpisodeData]]:
+    """Each seed's episodes (one per look) in seed order whatever the backend; seeds are consumed lazily (a few
+    ahead per worker)."""
+    for _, episodes in parallel.imap(worker_collector, job, seeds, backend, lambda seed: f"episode seed {seed}"):
+        yield episodes

@@ -17,7 +17,7 @@ from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.instructions import resolve, tasks
 from datasets_io.verify import check_metadata
-from env.appearance import LEVELS
+from env.appearance import LEVELS, MAX_LOOKS
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, SEED_LIMIT, image_size_problem
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
@@ -133,6 +133,25 @@ def plan_perturbation(args: CollectionRequest, record: dict) -> Perturbation:
     return perturbation
 
 
+def plan_looks(args: CollectionRequest, record: dict, level: str) -> int:
+    """Looks per trajectory: the flag, else the resumed dataset's own, else one. Several need a varied level, and
+    --episodes (every look an episode) a multiple of them, so that no trajectory is cut short of its looks."""
+    recorded = record.get("looks_per_trajectory", 1)
+    looks = recorded if args.looks is None else args.looks
+    if not 1 <= looks <= MAX_LOOKS:
+        raise BadInput(f"--looks-per-trajectory must be in [1, {MAX_LOOKS}], got {looks}")
+    if record and looks != recorded:
+        raise BadInput(f"{str(args.output)!r} was collected with --looks-per-trajectory {recorded}; --resume must keep "
+                       f"it (leave --looks-per-trajectory out)")
+    if looks > 1 and level == "none":
+        raise BadInput(f"--looks-per-trajectory {looks} records each trajectory in {looks} looks of a varied level; "
+                       f"add --appearance colors or --appearance full")
+    if args.episodes % looks:
+        raise BadInput(f"--episodes {args.episodes} is not a multiple of --looks-per-trajectory {looks} (each "
+                       f"trajectory gives {looks} episodes); give --episodes {-(-args.episodes // looks) * looks}")
+    return looks
+
+
 @dataclass
 class CollectionRequest:
     """What collect_dataset.py asks for, as its flags name it (None: the default, or the resumed dataset's own);
@@ -159,6 +178,7 @@ class CollectionRequest:
     max_attempts: int | None = None
     image_size: int | None = None
     appearance: str | None = None  # a level of env/appearance.py (None: the resumed dataset's own, else "none")
+    looks: int | None = None  # looks per trajectory (None: the resumed dataset's own, else 1)
     instructions: str | None = None  # fixed, paraphrase or a file of sentences (None: the resumed one's, else fixed)
     no_video: bool = False
     max_steps: int | None = None
@@ -229,6 +249,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and level != record.get("appearance", "none"):
         raise BadInput(f"{str(output)!r} was collected with --appearance {record.get('appearance', 'none')}; --resume "
                        f"must keep it (leave --appearance out)")
+    looks = plan_looks(args, record, level)
     sentences = record.get("instructions") if args.instructions is None else resolve(args.instructions, level)
     if record and list(sentences or []) != list(record.get("instructions") or []):  # a record's list, ours a tuple
         raise BadInput(f"{str(output)!r} was collected with other instructions ({len(tasks(record))} sentence(s)); "
@@ -250,12 +271,14 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
                        f"or leave it out")
     if args.max_attempts is not None and args.max_attempts < 1:
         raise BadInput(f"--max-attempts must be >= 1, got {args.max_attempts}")
-    wanted = max(args.episodes - held, 0)  # with --resume, --episodes is the dataset's total (as train.py's steps)
+    # with --resume, --episodes is the dataset's total (as train.py's steps); a start gives one episode per look
+    wanted = max(args.episodes - held, 0) // looks
     max_attempts = args.max_attempts if args.max_attempts is not None else 10 * wanted
     if args.keep_failures:
         max_attempts = wanted
     if max_attempts < wanted:
-        raise BadInput(f"--max-attempts ({max_attempts}) must be >= the {wanted} episodes to collect")
+        raise BadInput(f"--max-attempts ({max_attempts}) must be >= the {wanted} "
+                       f"{'episodes' if looks == 1 else 'trajectories'} to collect")
     seeds = range(start_seed, start_seed + max_attempts)
     if seeds.stop > SEED_LIMIT:
         raise BadInput(f"--start-seed {start_seed} with {max_attempts} attempts reaches seed {seeds.stop - 1}; seeds "
@@ -277,7 +300,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and noise != recorded_noise:
         raise BadInput(f"{str(output)!r} was collected with --action-noise {recorded_noise}; --resume must keep it "
                        f"(leave --action-noise out)")
-    job = Job(policy, noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level,
+    job = Job(policy, noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level, looks,
               None if sentences is None else tuple(sentences))
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)

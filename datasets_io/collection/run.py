@@ -45,6 +45,8 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             "video": plan.use_video, "max_steps": plan.job.max_steps, "next_seed": run["next_seed"],
             # a varied look (env/appearance.py) is recorded; gym-pusht's own leaves the record as it always was
             **({"appearance": plan.job.appearance} if plan.job.appearance != "none" else {}),
+            # several looks of each trajectory (--looks-per-trajectory); one, as always, leaves the record as it was
+            **({"looks_per_trajectory": plan.job.looks} if plan.job.looks > 1 else {}),
             # the sentences an episode's instruction is drawn from (datasets_io/instructions.py); none: the fixed task
             **({"instructions": list(plan.job.instructions)} if plan.job.instructions else {}),
             "runs": [*plan.collection.get("runs", []), run]}
@@ -92,16 +94,17 @@ def collect(plan: Plan) -> int:
         with (contextlib.closing(rollouts(plan.job, seeds, plan.backend)) as episodes,
               tqdm(total=plan.to_collect, unit="ep", dynamic_ncols=True, disable=None) as progress,
               parallel.KeepComplete() as stopped):
-            for episode in episodes:
+            for copies in episodes:  # one trajectory, one episode per look: written together, never split
                 attempted += 1
-                successes += episode.success
-                if episode.success or plan.keep_failures:
+                successes += copies[0].success
+                if copies[0].success or plan.keep_failures:
                     with guarded_write(stage.path, advice):
-                        for writer in writers:
-                            writer.add(episode)
-                    kept += 1
-                    frames += episode.length
-                    progress.update(1)
+                        for episode in copies:
+                            for writer in writers:
+                                writer.add(episode)
+                    kept += len(copies)
+                    frames += sum(episode.length for episode in copies)
+                    progress.update(len(copies))
                 progress.set_postfix(frames_per_s=f"{frames / (time.perf_counter() - started):.0f}",
                                      tried=attempted)
                 if kept == plan.to_collect or interrupts.requested():
@@ -136,7 +139,10 @@ def collect(plan: Plan) -> int:
     elapsed = time.perf_counter() - started
     last = plan.start_seed + attempted - 1
     seeds = {0: "no seed", 1: f"seed {last}"}.get(attempted, f"seeds {plan.start_seed}-{last}")
-    print(f"kept {kept} / attempted {counted(attempted, 'episode')} ({seeds}, {successes} "
+    looks = plan.job.looks
+    tried = counted(attempted, "episode") if looks == 1 else (
+        f"{attempted} {'trajectory' if attempted == 1 else 'trajectories'}, each in {looks} looks")
+    print(f"kept {kept} / attempted {tried} ({seeds}, {successes} "
           f"successful), {counted(frames, 'frame')} in {elapsed:.1f} s ({frames / elapsed:.0f} frames/s, "
           f"{plan.backend})"
           + (f" -> {plan.output} ({' '.join(plan.formats)})" if kept else "; nothing written"))

@@ -47,6 +47,7 @@ class Recorded:
     source: int | None = None  # a merged dataset's: where it came from, an index into the record's "sources"
     appearance: Appearance | None = None  # a varied dataset's: the look it was rendered with
     frames: EpisodeData | None = None  # an episode without a seed, as it is written (when asked for)
+    copy: int = 0  # which of its trajectory's looks it is (appearance.draw's `copy`)
 
     @property
     def length(self) -> int:
@@ -71,6 +72,11 @@ class Input:
     def level(self) -> str:
         """Its appearance level (env/appearance.py): MIXED for a merge of several, "none" for gym-pusht's look."""
         return self.collection.get("appearance", "none")
+
+    @property
+    def looks(self) -> int:
+        """Looks per trajectory (several: that many episodes share each seed, env/appearance.py's copies)."""
+        return self.collection.get("looks_per_trajectory", 1)
 
     @property
     def collected(self) -> bool:
@@ -98,11 +104,12 @@ class Input:
             if facts["seed"] == zarr_replay.NO_SEED:
                 yield replace(copy, source=facts.get("source"), appearance=facts.get("appearance"))
                 continue
-            yield Recorded(position, int(facts["episode_index"]), int(facts["seed"]), bool(facts["success"]),
+            look, seed = facts.get("appearance"), int(facts["seed"])
+            copy = (appearance.copy_of(look, seed, self.looks) or 0) if look is not None and self.looks > 1 else 0
+            yield Recorded(position, int(facts["episode_index"]), seed, bool(facts["success"]),
                            float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
                            np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
-                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"),
-                           facts.get("appearance"))
+                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"), look, copy=copy)
 
     def sources(self) -> list[dict]:
         """Where its episodes came from, as a merged dataset's record lists them: its own list if it is one, else
@@ -246,7 +253,8 @@ def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
     the output's size, with its own look or the one `job` names); an episode without a seed as `restyled` says."""
     if episode.frames is not None:
         return restyled(env, episode, job)
-    look = episode.appearance if job.appearance is None else appearance.draw(job.appearance, episode.seed)
+    look = (episode.appearance if job.appearance is None and job.looks == 1
+            else appearance.draw(job.appearance or episode.appearance.level, episode.seed, episode.copy))
     if look is None and job.varied:
         look = Appearance()  # gym-pusht's own, recorded as such among varied episodes
     sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True,
@@ -284,6 +292,7 @@ class Rendering:
     appearance: str | None = None  # every episode's level (None: each keeps its own)
     varied: bool = False  # whether the output records each episode's appearance (its record names a level)
     instructions: tuple[str, ...] | None = None  # the record's sentences: each episode's is drawn from its seed
+    looks: int = 1  # convert --looks-per-trajectory: each input episode drawn in this many looks
 
 
 def worker_recorder(job: Rendering) -> Callable[[tuple[int, Recorded]], EpisodeData]:

@@ -8,6 +8,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,11 +19,23 @@ from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_c
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
 from datasets_io.verify import check_metadata, replay_failures
-from env.appearance import LEVELS, MIXED
+from env.appearance import LEVELS, MAX_LOOKS, MIXED
 from env.pusht_wrapper import image_size_problem
 
 COMMANDS = ("merge", "select", "split", "convert")
 PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class Fact(NamedTuple):
+    """What the plan knows of one input episode, from one pass over the low-dimensional data."""
+
+    input: int
+    index: int
+    seed: int
+    length: int
+    source: int  # its source's index among its input's sources()
+    level: str  # the level it will be drawn at in the output
+    copy: int  # which of its trajectory's looks it is (0 but in a dataset of several looks per trajectory)
 
 
 @dataclass
@@ -35,6 +48,7 @@ class EditRequest:
     format: list[str] | None = None
     image_size: int | None = None
     appearance: str | None = None  # a level of env/appearance.py for every episode (None: each keeps its own)
+    looks: int | None = None  # convert: each episode in this many looks (None: as the input has it)
     episodes: str | None = None
     seeds: str | None = None
     max_steps: int | None = None
@@ -182,6 +196,10 @@ def check_request(args: EditRequest) -> None:
     for flag, spec in (("--episodes", args.episodes), ("--seeds", args.seeds)):
         if spec is not None:
             parse_spec(spec, flag)
+    if args.looks is not None and not 1 <= args.looks <= MAX_LOOKS:
+        raise BadInput(f"--looks-per-trajectory must be in [1, {MAX_LOOKS}], got {args.looks}")
+    if args.looks is not None and args.command != "convert":
+        raise BadInput(f"--looks-per-trajectory is an option of convert; {args.command} keeps the input's looks")
     if args.command != "merge" and len(args.inputs) != 1:
         raise BadInput(f"{args.command} takes one input dataset, got {len(args.inputs)}; merge takes several")
 
@@ -199,55 +217,53 @@ def plan_edit(args: EditRequest) -> EditPlan:
     output = Path(args.output)
     mode = folders.check_output(args.output, args.overwrite, inputs=tuple(source.root for source in inputs)).mode
     # the episodes' facts, one pass over the inputs' low-dimensional data
-    facts = [(s, ep.index, ep.seed, ep.length, source.source_of(ep),
-              args.appearance or (ep.appearance.level if ep.appearance is not None else "none"))
+    facts = [Fact(s, ep.index, ep.seed, ep.length, source.source_of(ep),
+                  args.appearance or (ep.appearance.level if ep.appearance is not None else "none"), ep.copy)
              for s, source in enumerate(inputs) for ep in source.episodes(s)]
     sources, remap = provenance(inputs) if args.command == "merge" or any(
         "sources" in source.collection for source in inputs) else (None, None)
     if args.command == "merge" and not args.keep_duplicates:
         refuse_same_folder(inputs)
         refuse_duplicates(inputs, facts, sources, remap)
+    groups = trajectories(inputs, facts)
     dropped = flagged(inputs) if args.drop_flagged else set()
+    dropped = {member for group in groups if dropped & set(group) for member in group}  # a trajectory goes whole
     if args.drop_flagged:  # say what it did: the flagged episodes are dataset_report.py's page's "flagged" rows
         print(f"--drop-flagged: {counted(len(dropped), 'flagged episode')} dropped (recorded failures and failed "
               f"replays){': ' + ', '.join(str(index) for _, index in sorted(dropped)[:10]) if dropped else ''}"
               f"{' ...' if len(dropped) > 10 else ''}", file=sys.stderr)
     if args.command == "split":
-        fractions = parse_fractions(args.fractions or [])
-        counts = split_counts(len(facts), list(fractions.values()))
-        if 0 in counts:
-            empty = list(fractions)[counts.index(0)]
-            raise BadInput(f"--fractions leave part {empty!r} without an episode ({len(facts)} in all); give it a "
-                           f"larger fraction")
-        order = np.random.default_rng(args.seed).permutation(len(facts))
-        starts = np.cumsum([0, *counts])
-        part_of = {int(position): p for p in range(len(counts)) for position in order[starts[p]:starts[p + 1]]}
-        parts = [Part(name, names) for name in fractions]
-        route = {(facts[i][0], facts[i][1]): part_of[i] for i in range(len(facts))}
+        route, parts = split_route(parse_fractions(args.fractions or []), groups, args.seed, names)
     else:
         episodes = parse_spec(args.episodes, "--episodes") if args.episodes else None
         seeds = parse_spec(args.seeds, "--seeds") if args.seeds else None
-        for flag, spec, values in (("--episodes", episodes, {f[1] for f in facts}),
-                                   ("--seeds", seeds, {f[2] for f in facts})):
+        for flag, spec, values in (("--episodes", episodes, {f.index for f in facts}),
+                                   ("--seeds", seeds, {f.seed for f in facts})):
             if missing := unmatched(values, spec):
                 raise BadInput(f"{flag} names {missing[0]}, which {str(inputs[0].path)!r} does not hold; nothing "
                                f"was written")
-        route = {(s, index): 0 for s, index, seed, length, _, _ in facts
-                 if in_spec(index, episodes) and in_spec(seed, seeds) and (s, index) not in dropped
-                 and (args.max_steps is None or length <= args.max_steps)}
+        route = {(f.input, f.index): 0 for f in facts
+                 if in_spec(f.index, episodes) and in_spec(f.seed, seeds) and (f.input, f.index) not in dropped
+                 and (args.max_steps is None or f.length <= args.max_steps)}
         if not route:
             raise BadInput(f"the selection keeps no episode of the {len(facts)}; nothing was written")
+        refuse_cut_trajectories(groups, route, facts)
         parts = [Part(None, names)]
-    for s, index, _, length, _, _ in facts:
-        if (s, index) in route:
-            parts[route[s, index]].episodes += 1
-            parts[route[s, index]].frames += length
+    looks = plan_looks(args, inputs, facts, settings)
+    for f in facts:
+        if (f.input, f.index) in route:
+            parts[route[f.input, f.index]].episodes += looks
+            parts[route[f.input, f.index]].frames += f.length * looks
     edit = {"command": recorded_command(args.argv, "edit_dataset.py"),
             "inputs": [str(source.path) for source in inputs]}
-    kept = {level for s, index, _, _, _, level in facts if (s, index) in route}  # the looks the output holds
+    kept = {f.level for f in facts if (f.input, f.index) in route}  # the looks the output holds
     settings = {key: value for key, value in settings.items() if key != "appearance"}
     if (level := kept.pop() if len(kept) == 1 else MIXED) != "none":  # a selection of a mixed merge's plain ones:
         settings["appearance"] = level  # plain, as its episodes are
+    output_looks = looks if looks > 1 else max(source.looks for source in inputs)
+    settings.pop("looks_per_trajectory", None)
+    if output_looks > 1:
+        settings["looks_per_trajectory"] = output_looks
     record = {**settings, "formats": list(names),
               "runs": [run for source in inputs for run in source.collection["runs"]],
               "next_seed": max(source.collection["next_seed"] for source in inputs),
@@ -255,7 +271,7 @@ def plan_edit(args: EditRequest) -> EditPlan:
               **({"sources": sources} if sources is not None else {})}
     rendering = Rendering(record["image_size"], names, record["video"], args.appearance,
                           record.get("appearance", "none") != "none",
-                          None if "instructions" not in record else tuple(record["instructions"]))
+                          None if "instructions" not in record else tuple(record["instructions"]), looks)
     return EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
 
 
@@ -281,29 +297,90 @@ def refuse_same_folder(inputs: list[Input]) -> None:
         seen[same] = source
 
 
-def refuse_duplicates(inputs: list[Input], facts: list[tuple], sources: list[dict],
+def refuse_duplicates(inputs: list[Input], facts: list[Fact], sources: list[dict],
                       remap: dict[tuple[int, int], int]) -> None:
     """The same seed from the same policy (by its SHA-256, else its name) with the same noise and appearance level
-    is the same episode: merging it twice is refused, naming the first seeds (another level is another look of
-    it: augmentation)."""
+    is the same episode: merging it twice is refused, naming the first seeds (another level, or another of its
+    trajectory's looks, is another look of it: augmentation)."""
     first: dict[tuple, tuple[int, int]] = {}
     twice = []
-    for s, index, seed, _, k, level in facts:
+    for s, index, seed, _, k, level, copy in facts:
         if seed == zarr_replay.NO_SEED:
             continue  # not collected: nothing says two copies are one episode
         entry = sources[remap[s, k]]
-        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"], level)
+        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"], level, copy)
         if key in first:
             twice.append((seed, first[key][0], s))
         else:
             first[key] = (s, index)
     if twice:
         seed, a, b = twice[0]
-        shown = ", ".join(str(item[0]) for item in twice[:5]) + (f" and {len(twice) - 5} more" if len(twice) > 5
-                                                                  else "")
+        seeds = list(dict.fromkeys(item[0] for item in twice))  # a trajectory's looks: its seed once
+        shown = ", ".join(map(str, seeds[:5])) + (f" and {len(seeds) - 5} more" if len(seeds) > 5 else "")
         raise BadInput(f"the inputs hold {counted(len(twice), 'episode')} twice, the same seed from the same policy "
                        f"(seeds {shown}; seed {seed} is in {str(inputs[a].path)!r} and {str(inputs[b].path)!r}); pass "
                        f"--keep-duplicates to keep every copy")
+
+
+def trajectories(inputs: list[Input], facts: list[Fact]) -> list[list[tuple[int, int]]]:
+    """The episodes ((input, index)) grouped by the trajectory they record, in order of first appearance: the same
+    seed acted by the same policy (its SHA-256, else its name) with the same noise, whatever the look (several looks
+    of one trajectory, or one seed merged at several levels); an episode without a seed is its own."""
+    entries = [source.sources() for source in inputs]
+    groups: dict[object, list[tuple[int, int]]] = {}
+    for f in facts:
+        entry = entries[f.input][f.source]
+        key = (f.input, f.index) if f.seed == zarr_replay.NO_SEED else (
+            f.seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"])
+        groups.setdefault(key, []).append((f.input, f.index))
+    return list(groups.values())
+
+
+def split_route(fractions: dict[str, float], groups: list[list[tuple[int, int]]], seed: int,
+                names: tuple[str, ...]) -> tuple[dict[tuple[int, int], int], list[Part]]:
+    """Each trajectory's episodes to one part, the parts' fractions counted in trajectories (a random permutation
+    by `seed`): no part holds a look of a trajectory another part holds."""
+    counts = split_counts(len(groups), list(fractions.values()))
+    if 0 in counts:
+        empty = list(fractions)[counts.index(0)]
+        raise BadInput(f"--fractions leave part {empty!r} without a trajectory ({len(groups)} in all); give it a "
+                       f"larger fraction")
+    order = np.random.default_rng(seed).permutation(len(groups))
+    starts = np.cumsum([0, *counts])
+    part_of = {int(position): p for p in range(len(counts)) for position in order[starts[p]:starts[p + 1]]}
+    return ({member: part_of[g] for g, group in enumerate(groups) for member in group},
+            [Part(name, names) for name in fractions])
+
+
+def refuse_cut_trajectories(groups: list[list[tuple[int, int]]], route: dict[tuple[int, int], int],
+                            facts: list[Fact]) -> None:
+    """A selection keeps a trajectory's looks together: one that keeps only some of them is refused, naming the
+    trajectory and how to keep it whole."""
+    for group in groups:
+        kept = [member for member in group if member in route]
+        if kept and len(kept) < len(group):
+            seed = next(f.seed for f in facts if (f.input, f.index) == group[0])
+            raise BadInput(f"the selection keeps {len(kept)} of the {len(group)} episodes of seed {seed}'s trajectory "
+                           f"(episodes {', '.join(str(index) for _, index in group)}: its looks); keep them together "
+                           f"(select by --seeds, or name every one)")
+
+
+def plan_looks(args: EditRequest, inputs: list[Input], facts: list[Fact], settings: dict) -> int:
+    """Looks per input episode in the output (convert --looks-per-trajectory): several need a varied level, inputs
+    with one look per trajectory and a seed to draw each look from."""
+    looks = 1 if args.looks is None else args.looks
+    level = settings.get("appearance", "none")
+    if max(source.looks for source in inputs) > 1 and args.appearance == "none":
+        raise BadInput("--appearance none would draw every look of a trajectory the same; keep a varied level")
+    if looks == 1:
+        return 1
+    if level not in ("colors", "full"):
+        raise BadInput(f"--looks-per-trajectory {looks} draws each trajectory in {looks} looks of a varied level; "
+                       f"add --appearance colors or --appearance full")
+    if any(source.looks > 1 for source in inputs) or any(f.seed == zarr_replay.NO_SEED for f in facts):
+        raise BadInput(f"--looks-per-trajectory {looks} draws the looks of each trajectory from its seed: the input "
+                       f"must hold one look per trajectory, every episode with a seed")
+    return looks
 
 
 def flagged(inputs: list[Input]) -> set[tuple[int, int]]:

@@ -29,7 +29,8 @@ def _planned(plan: EditPlan) -> Iterator[tuple[int, Recorded]]:
             if (s, episode.index) in plan.route:
                 if plan.remap is not None:
                     episode = replace(episode, source=plan.remap[s, source.source_of(episode)])
-                yield plan.route[s, episode.index], episode
+                for copy in range(plan.rendering.looks):  # convert --looks-per-trajectory: each look an episode
+                    yield plan.route[s, episode.index], replace(episode, copy=copy) if copy else episode
 
 
 def edit(plan: EditPlan) -> int:

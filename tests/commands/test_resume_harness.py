@@ -37,6 +37,7 @@ VALUES: dict[str, tuple[list[str], list[str] | None]] = {
     "--clean-share": (["0.5", "--burst-noise", "0.5"], ["0.25"]),
     "--max-attempts": (["20"], None),
     "--appearance": (["full"], ["colors"]),
+    "--looks-per-trajectory": (["2", "--appearance", "full"], ["3"]),
     "--instructions": (["paraphrase"], ["fixed"]),
     "--image-size": (["64"], ["96"]),
     "--no-video": ([], None),  # with a LeRobot format; --resume keeps the dataset's choice
@@ -78,20 +79,27 @@ def episodes(folder: Path) -> int:
     return sum(run["kept"] for run in read_collection(roots)["runs"])
 
 
+def looks(line: list[str]) -> int:
+    """Episodes a trajectory gives under `line` (--episodes counts every look)."""
+    return int(line[line.index("--looks-per-trajectory") + 1]) if "--looks-per-trajectory" in line else 1
+
+
 def grow(zygote: Zygote, line: list[str], out: Path, stop_first: bool) -> list[str]:
     """Run `line` to 3 episodes (or stop it by Ctrl-C mid-way, after what it saved), then the same command with
-    --resume to one and two episodes more: what broke."""
+    --resume to one and two trajectories more (an episode each, or one per look): what broke."""
+    step = looks(line)
     if stop_first:
-        code, _, err, _ = zygote.run([*line, "--episodes", "40", "--output", str(out)], out.parent, signal_after=1.5)
+        code, _, err, _ = zygote.run([*line, "--episodes", str(40 * step), "--output", str(out)], out.parent,
+                                     signal_after=1.5)
         if code not in (0, 130):
             return [f"the stopped run: exit {code}: {err.strip()[-200:]}"]
     else:
-        code, _, err, _ = zygote.run([*line, "--episodes", "3", "--output", str(out)], out.parent)
+        code, _, err, _ = zygote.run([*line, "--episodes", str(3 * step), "--output", str(out)], out.parent)
         if code != 0:
             return [f"the first run: exit {code}: {err.strip()[-200:]}"]
     saved = episodes(out) if find(out) else 0
     broken = []
-    for total in (saved + 1, saved + 2):
+    for total in (saved + step, saved + 2 * step):
         code, _, err, _ = zygote.run([*line, "--episodes", str(total), "--output", str(out), "--resume"], out.parent)
         if code != 0:
             broken.append(f"--resume to {total}: exit {code}: {err.strip().splitlines()[-1:]}")
@@ -135,8 +143,8 @@ def test_every_pair_of_options_continues_after_ctrl_c(tmp_path: Path) -> None:
             extra = words(b, VALUES[b][0])[len(BASE):]
             out = tmp_path / f"pair{n}" / "ds"
             out.parent.mkdir()
-            code, _, _, _ = zygote.run([*line, *extra, "--episodes", "1", "--output", str(out.parent / "probe")],
-                                       out.parent)
+            code, _, _, _ = zygote.run([*line, *extra, "--episodes", str(looks([*line, *extra])), "--output",
+                                        str(out.parent / "probe")], out.parent)
             if code == 2:  # a pair the parser or the plan refuses together (one line): nothing to resume
                 continue
             broken += [f"{a} + {b}: {problem}" for problem in grow(zygote, [*line, *extra], out, stop_first=True)]

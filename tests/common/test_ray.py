@@ -151,7 +151,8 @@ def test_a_task_that_raises_is_named_after_the_complete_results(backend: paralle
     job = Job(None, 0.0, 96, 5)
     seeds = []
     with pytest.raises(parallel.Stopped, match=r"^episode seed -1 failed.*ValueError"):
-        for seed, episode in parallel.imap(worker_collector, job, [0, -1, 1], backend, lambda s: f"episode seed {s}"):
+        for seed, (episode,) in parallel.imap(worker_collector, job, [0, -1, 1], backend,
+                                              lambda s: f"episode seed {s}"):
             assert episode.length == 5
             seeds.append(seed)
     assert seeds == [0]  # in order: nothing after the failed seed
