@@ -201,7 +201,8 @@ def episode_look(facts: dict, collection: dict) -> tuple[Appearance | None, str]
     if "looks_per_trajectory" in collection and (not isinstance(looks, int) or not 1 < looks <= MAX_LOOKS):
         return None, f"the record's looks_per_trajectory {looks!r} is not a number of looks in 2..{MAX_LOOKS}"
     if seed != zarr_replay.NO_SEED and appearance.copy_of(recorded, seed, looks) is None:
-        drawn = f"draws at level {recorded.level!r}" if looks == 1 else f"draws in its {looks} looks of {recorded.level!r}"
+        drawn = (f"draws at level {recorded.level!r}" if looks == 1
+                 else f"draws in its {looks} looks of {recorded.level!r}")
         return None, f"its recorded appearance is not what seed {seed} {drawn} (an edited parameter)"
     return (None if recorded.level == "none" else recorded), ""
 

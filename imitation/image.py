@@ -24,8 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from datasets_io.readers import Demonstration
-from env.pusht_wrapper import IMAGE_SIZE
+from datasets_io.readers import Demonstration, pose_from_keypoints
+from env import appearance
+from env.pusht_wrapper import IMAGE_SIZE, make_env
 from imitation.flow import FlowChunkPolicy, FlowConfig, StateEncoder
 from imitation.normalizer import RangeNormalizer
 from imitation.policy import ACT_DIM
@@ -193,6 +194,43 @@ def train_perception(images: torch.Tensor, truth: torch.Tensor, n_fit: int, conf
     return perception, seen
 
 
+def fitted_episodes(episodes: Sequence[Demonstration], config: ImageFlowConfig) -> int:
+    """How many of `episodes` the perception trains on: all but the last `holdout` share, the cut moved back to
+    the start of a trajectory (the looks of one seed lie together), so no held-out frame shares a trajectory with
+    a training one."""
+    if len(episodes) < 2:
+        return len(episodes)
+    last = len(episodes) - math.ceil(config.holdout * len(episodes))
+    cut = last
+    while cut > 0 and episodes[cut].seed is not None and episodes[cut].seed == episodes[cut - 1].seed:
+        cut -= 1
+    return cut or last  # one trajectory in all: nothing whole to hold out
+
+
+def look_errors(policy: ImageFlowPolicy, episodes: Sequence[Demonstration], looks: Sequence[str]) -> dict:
+    """The trained perception's error on the held-out episodes' states drawn again in each look of `looks` (each
+    episode's look from its seed, else its index, as edit_dataset.py draws one): how it sees unseen episodes in
+    looks it may never have seen. Empty without held-out episodes."""
+    config, perception = policy.config, policy.obs_encoder.perception
+    held = episodes[fitted_episodes(episodes, config):]
+    if not held or len(held) == len(episodes):
+        return {}
+    env = make_env(observation_width=IMAGE_SIZE, observation_height=IMAGE_SIZE)
+    errors = {}
+    for level in looks:
+        images, truth = [], []
+        for i, ep in enumerate(held):
+            states = np.concatenate([ep.agent_pos, [pose_from_keypoints(k) for k in ep.keypoints]], axis=1)
+            rendered = appearance.render_states(env, states, appearance.look(level, i if ep.seed is None else ep.seed))
+            images.append(downsample(torch.as_tensor(rendered).permute(0, 3, 1, 2), config.pixels))
+            truth.append(torch.as_tensor(frame_observation(ep.agent_pos.astype(np.float32), ep.keypoints),
+                                         dtype=torch.float32))
+        errors[level] = point_errors(estimate(perception, torch.cat(images).to(config.device)).cpu(),
+                                     torch.cat(truth))
+    env.close()
+    return errors
+
+
 def point_errors(estimates: torch.Tensor, truth: torch.Tensor) -> dict:
     """Mean Euclidean error in env px of the agent and of the 8 block keypoints."""
     distance = (estimates - truth).reshape(len(truth), POINTS, 2).norm(dim=-1)
@@ -213,7 +251,7 @@ def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowCo
     agent = np.concatenate([ep.agent_pos for ep in episodes]).astype(np.float32)
     truth = torch.as_tensor(frame_observation(agent, np.concatenate([ep.keypoints for ep in episodes])),
                             dtype=torch.float32)
-    held_out = math.ceil(config.holdout * len(episodes)) if len(episodes) > 1 else 0
+    held_out = len(episodes) - fitted_episodes(episodes, config)
     n_fit = sum(ep.length for ep in episodes[:len(episodes) - held_out])
     perception, seen = train_perception(images, truth, n_fit, config, progress,
                                         work_dir / "perception.pt" if work_dir else None)

@@ -46,13 +46,16 @@ class LearnerSpec:
     fit: Fit
     empty: Callable[[LearnerConfig], ChunkPolicy]  # the network with placeholder scalings, to load a state into
     sees_pixels: bool = False  # acts from the render: its figures depend on the look (env/appearance.py)
+    # (trained policy, its episodes, levels) -> its perception's error per look on held-out episodes (None: none)
+    look_errors: Callable[[ChunkPolicy, Sequence[Demonstration], Sequence[str]], dict] | None = None
 
 
 # the order is the report's order
 LEARNERS: dict[str, LearnerSpec] = {
     "mlp": LearnerSpec(mlp.MLPConfig(), mlp.fit, mlp.empty),
     "flow": LearnerSpec(flow.FlowConfig(), flow.fit, flow.empty),
-    "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty, sees_pixels=True),
+    "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty, sees_pixels=True,
+                         look_errors=image.look_errors),
     "unet": LearnerSpec(unet.UNetConfig(), unet.fit, unet.empty),  # Diffusion Policy's network: a GPU's learner
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
@@ -153,6 +156,9 @@ def run_job(job: Job, episodes: Sequence[Demonstration], exec_horizons: Sequence
         step_counter.reset(counting)
     if save_to is not None:
         save_learner(learner_file(save_to, job), job.learner, policy)
+    if (errors_of := LEARNERS[job.learner].look_errors) is not None and (
+            errors := errors_of(policy, episodes, looks_for(job.learner, looks))):
+        training = {**training, "look_errors": errors}
     results: dict[str, dict] = {}
     for level in looks_for(job.learner, looks):
         for k in exec_horizons:
@@ -327,7 +333,9 @@ def aggregate(results: Sequence[dict]) -> list[dict]:
         for level, by_look in [("none", result["exec_horizon"]), *result.get("eval_appearance", {}).items()]:
             for k, by_horizon in by_look.items():
                 key = (result["dataset"], result["frames"], result["learner"], int(k), level)
-                groups.setdefault(key, []).append({"seed": result["seed"], **by_horizon["summary"]})
+                error = result["training"].get("look_errors", {}).get(level, {}).get("keypoints_px")
+                groups.setdefault(key, []).append({"seed": result["seed"], **by_horizon["summary"],
+                                                   **({"perception_px": error} if error is not None else {})})
     rows = []
     for (dataset, frames, learner, k, level), summaries in groups.items():
         successes = sum(s["successes"] for s in summaries)
@@ -339,7 +347,10 @@ def aggregate(results: Sequence[dict]) -> list[dict]:
                      "pooled": {"successes": successes, "episodes": episodes,
                                 "success_rate": successes / episodes,
                                 "ci95": list(wilson_interval(successes, episodes))},
-                     **({"appearance": level} if level != "none" else {})})
+                     **({"appearance": level} if level != "none" else {}),
+                     # the perception's block keypoint error on held-out episodes drawn in this look (image learner)
+                     **({"perception_px": _spread([s["perception_px"] for s in summaries])}
+                        if all("perception_px" in s for s in summaries) else {})})
     return rows
 
 
@@ -350,4 +361,6 @@ def format_row(row: dict) -> str:
     look = f" ({row['appearance']} look)" if "appearance" in row else ""
     return (f"{row['learner']:>5} exec {row['exec_horizon']:>2}{look}: success {s['mean']:.3f} ± {s['std']:.3f} "
             f"({s['min']:.2f}-{s['max']:.2f} over {counted(len(row['seeds']), 'seed')}; pooled {p['successes']}/"
-            f"{p['episodes']}, 95% CI {low:.3f}-{high:.3f}), mean max reward {m['mean']:.3f} ± {m['std']:.3f}")
+            f"{p['episodes']}, 95% CI {low:.3f}-{high:.3f}), mean max reward {m['mean']:.3f} ± {m['std']:.3f}"
+            + (f", perception error {row['perception_px']['mean']:.1f} ± {row['perception_px']['std']:.1f} px "
+               f"(held-out episodes)" if "perception_px" in row else ""))

@@ -334,13 +334,21 @@ def flags_table(rows: list[dict]) -> str:
     return "\n".join(out) + "</table>"
 
 
+def _perception_cell(row: dict) -> str:
+    if "perception_px" not in row:
+        return "<td>–</td>"
+    error = row["perception_px"]
+    return _cell(error["mean"], "perception_px", f"{error['mean']:.1f} ± {error['std']:.1f}")
+
+
 def imitation_section(imitation: dict, title: str) -> str:
     """The learners' rows as a table and a plot of success with its pooled interval; the scaling curve when a
     dataset was judged at several budgets."""
     rows = imitation["summary"]
     looks = any("appearance" in row for row in rows)  # evaluated under other looks too: a column says which
+    seen = any("perception_px" in row for row in rows)  # an image learner: its perception's error per look
     head = ("dataset", "frames", "learner", "exec", *(("look",) if looks else ()), "success (mean ± std over seeds)",
-            "pooled 95 % CI", "mean max reward")
+            "pooled 95 % CI", "mean max reward", *(("perception error, held-out episodes (px)",) if seen else ()))
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
         s, m, low_high = row["success_rate"], row["mean_max_reward"], row["pooled"]["ci95"]
@@ -349,10 +357,12 @@ def imitation_section(imitation: dict, title: str) -> str:
                    + (f"<td>{row.get('appearance', 'none')}</td>" if looks else "")
                    + _cell(s["mean"], "success_mean", f"{s['mean']:.3f} ± {s['std']:.3f}")
                    + _cell(low_high, "ci95", f"{low_high[0]:.3f}–{low_high[1]:.3f}")
-                   + _cell(m["mean"], "mmr_mean", f"{m['mean']:.3f} ± {m['std']:.3f}") + "</tr>")
+                   + _cell(m["mean"], "mmr_mean", f"{m['mean']:.3f} ± {m['std']:.3f}")
+                   + (_perception_cell(row) if seen else "") + "</tr>")
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2), 3.4))
     labels = [f"{Path(r['dataset']).name}\n{r['frames']:,} fr\n{r['learner']} k={r['exec_horizon']}"
-              + (f"\n{r['appearance']} look" if "appearance" in r else "") for r in rows]
+              + (f"\n{r['appearance']} look" if "appearance" in r else "")
+              + (f"\nsees ±{r['perception_px']['mean']:.0f} px" if "perception_px" in r else "") for r in rows]
     means = np.array([r["pooled"]["success_rate"] for r in rows])
     ci = np.array([r["pooled"]["ci95"] for r in rows])
     ax.bar(range(len(rows)), [r["success_rate"]["mean"] for r in rows],
