@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from common.files import CHECKOUT, atomic_write_bytes, sha256_file
-from datasets_io import strip
+from datasets_io import manifest, strip
 from datasets_io.derived import stored_quality
 from datasets_io.episode import FPS, TASK
 from datasets_io.formats import lerobot_common, rlds, zarr_replay
@@ -332,6 +332,12 @@ def card_problems(root: Path, fmt: str, collection: dict) -> list[str]:
     if not path.is_file():
         return [f"{CARD_NAME}: missing; the writer writes the dataset card"]
     found = path.read_bytes()
+    try:
+        listed = (manifest.read(root) or {}).get(CARD_NAME)
+    except ValueError:  # a damaged manifest: the checksums name it; the card is held whole
+        listed = None
+    if isinstance(listed, dict) and isinstance(listed.get("bytes"), int) and len(found) > listed["bytes"]:
+        found = found[:listed["bytes"]]  # the user's notes after the card: theirs, unchecked
     name = card_title(found.decode(errors="replace"), fmt)
     if name is None:
         return [f"{CARD_NAME}: has no heading '# NAME: PushT demonstrations ({TITLES[fmt]})', the writer writes one"]

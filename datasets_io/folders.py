@@ -156,8 +156,8 @@ def check_output(output: str | None, overwrite: bool, resume: bool = False, inpu
             raise BadInput(f"{str(path)!r} is not empty and holds no dataset written by this project (a folder of "
                            f"separate datasets is not one); nothing was touched; choose another --output")
         if not (overwrite or resume):
-            raise BadInput(f"{str(path)!r} already holds a dataset; pass {rerun} to replace it or choose another "
-                           f"--output")
+            raise BadInput(f"{str(path)!r} already holds a dataset; nothing was touched: pass {rerun}, or choose "
+                           f"another --output")
         if (locked := read_only_in(path)) is not None:
             raise BadInput(f"{str(locked)!r} is read-only, so --{'overwrite' if overwrite else 'resume'} could not "
                            f"replace it; nothing was touched; make it writable or choose another --output")
@@ -166,6 +166,16 @@ def check_output(output: str | None, overwrite: bool, resume: bool = False, inpu
             check_replaceable(path, existing)
     staging.remove_stale_partial(stale)
     return Output(path, mode, existing)
+
+
+def notes_left_behind(existing: list[Path], written: list[Path]) -> None:
+    """Refuse a replacement that would delete a card carrying the user's notes (lines added after it) because the
+    run writes no dataset in its place: the notes go into the new card only where there is one."""
+    for root in existing:
+        if root not in written and manifest.user_notes(root):
+            raise BadInput(f"--overwrite would delete your notes in {str(root / manifest.NOTES_FILE)!r} (the lines "
+                           f"after its card), as this run writes no dataset there; nothing was touched; move them out "
+                           f"first, or write that format again")
 
 
 def check_replaceable(output: Path, existing: dict[str, Path]) -> None:

@@ -8,6 +8,7 @@ replay proves the physics, not that a last frame's action was never edited.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -17,7 +18,12 @@ from common.files import atomic_write_bytes, sha256_file
 from common.ownership import COLLECTION_KEY, MANIFEST_FORMAT, MANIFEST_NAME
 from common.staging import is_marker
 
-__all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "ignored", "read", "unlisted", "write"]
+__all__ = ["MANIFEST_FORMAT", "MANIFEST_NAME", "NOTES_FILE", "ignored", "read", "unlisted", "user_notes", "write",
+           "write_with_notes"]
+
+# The dataset card: what the writer wrote is listed (its size and SHA-256); lines a user appends after it are the
+# user's notes, checked by nothing and carried into the next card (--resume, --overwrite).
+NOTES_FILE = "README.md"
 
 
 def ignored(path: Path) -> bool:
@@ -69,9 +75,40 @@ def _links(root: Path) -> list[str]:
                   if (Path(directory) / name).is_symlink())
 
 
-def _differs(path: Path, entry: dict) -> bool:
-    """Whether the file at `path` is not the bytes its manifest entry records (size, then SHA-256)."""
-    return path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]
+def _prefix_sha256(path: Path, size: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        digest.update(handle.read(size))
+    return digest.hexdigest()
+
+
+def _differs(path: Path, entry: dict, name: str = "") -> bool:
+    """Whether the file at `path` is not the bytes its manifest entry records (size, then SHA-256); the card may go
+    on after them (the user's notes)."""
+    size = path.stat().st_size
+    if name == NOTES_FILE and size > entry["bytes"]:
+        return _prefix_sha256(path, entry["bytes"]) != entry["sha256"]
+    return size != entry["bytes"] or sha256_file(path) != entry["sha256"]
+
+
+def user_notes(root: Path) -> bytes:
+    """What a user appended to the dataset card at `root` after the bytes its manifest lists (b"" when nothing was,
+    or the card itself was edited: then it is not ours to carry)."""
+    listed = read(root) if (root / MANIFEST_NAME).is_file() else None
+    entry, path = (listed or {}).get(NOTES_FILE), root / NOTES_FILE
+    if entry is None or not path.is_file() or path.is_symlink() or _differs(path, entry, NOTES_FILE):
+        return b""
+    with path.open("rb") as handle:
+        handle.seek(entry["bytes"])
+        return handle.read()
+
+
+def write_with_notes(root: Path, collection: Sequence[str] = (), notes: bytes = b"") -> None:
+    """`write`, then the user's `notes` of the card it replaced appended to the new card: listed as ours is only
+    what the writer wrote."""
+    write(root, collection)
+    if notes:
+        atomic_write_bytes(root / NOTES_FILE, (root / NOTES_FILE).read_bytes() + notes)
 
 
 def unlisted(root: Path) -> list[str]:
@@ -84,7 +121,7 @@ def unlisted(root: Path) -> list[str]:
         return sorted(entry.name for entry in root.iterdir() if not ignored(entry))
     links = _links(root)
     edited = [f"{name} (edited after collection)" for name, entry in listed.items()
-              if name not in links and (root / name).is_file() and _differs(root / name, entry)]
+              if name not in links and (root / name).is_file() and _differs(root / name, entry, name)]
     owned_dirs = {parent.as_posix() for name in listed for parent in Path(name).parents}
     foreign = []
     for directory, subdirectories, names in os.walk(root):
@@ -114,10 +151,11 @@ def check(root: Path) -> list[str]:
             continue
         if not path.is_file():
             problems.append(f"{name}: missing (listed in {MANIFEST_NAME})")
-        elif path.stat().st_size != entry["bytes"]:
+        elif path.stat().st_size < entry["bytes"] or (path.stat().st_size > entry["bytes"] and name != NOTES_FILE):
             problems.append(f"{name}: {path.stat().st_size} bytes, {entry['bytes']} were written")
-        elif sha256_file(path) != entry["sha256"]:
-            problems.append(f"{name}: its bytes changed after collection (SHA-256 differs)")
+        elif _differs(path, entry, name):
+            problems.append(f"{name}: its bytes changed after collection (SHA-256 differs)"
+                            + (" before the user's notes" if path.stat().st_size > entry["bytes"] else ""))
     problems += [f"{name}: not written by collect_dataset.py (not in {MANIFEST_NAME})"
                  for name in _files(root) if name not in listed]
     return problems

@@ -66,10 +66,13 @@ class PageDataset:
 
     @property
     def label(self) -> str:
-        """The folder's name (a collection's format part as COLLECTION/FORMAT) and its frame budget."""
+        """The folder's name (a collection's format part as COLLECTION/FORMAT) and, under a frame budget, the frames
+        measured: whole episodes, so the number every table and plot of the page shows, not the budget asked."""
         root, budget = Path(self.entry["dataset"]), self.entry["max_frames"]
         name = f"{root.parent.name}/{root.name}" if root.name in FORMATS else root.name
-        return name + (f" ({budget:,} frames)" if budget else "")
+        used = sum(ep.length for ep in self.episodes)
+        return name + ("" if not budget else f" ({used:,} frames)" if used == budget else
+                       f" ({used:,} frames: whole episodes within --max-frames {budget:,})")
 
 
 def _png(fig: plt.Figure) -> str:

@@ -230,6 +230,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and formats.layout(output, names) != existing:
         raise BadInput(f"{str(output)!r} holds {' '.join(existing)}; --resume must keep --format "
                        f"{' '.join(existing)}")
+    if mode == "overwrite":
+        folders.notes_left_behind(list(existing.values()), list(formats.layout(output, names).values()))
     held = check_resumable(existing, record) if record else 0
     image_size = record.get("image_size", IMAGE_SIZE) if args.image_size is None else args.image_size
     max_steps = record.get("max_steps", MAX_EPISODE_STEPS) if args.max_steps is None else args.max_steps

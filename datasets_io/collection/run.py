@@ -79,6 +79,9 @@ def collect(plan: Plan) -> int:
         print(f"{plan.output} already holds {counted(plan.held, 'episode')} and --episodes {plan.episodes} is the "
               f"dataset's total with --resume: nothing to do (give a larger --episodes to add episodes)")
         return 0
+    # the user's notes under the cards being replaced (--resume, --overwrite): carried into the new ones
+    notes = {name: manifest.user_notes(root) for name, root in formats.layout(plan.output, plan.formats).items()
+             if plan.mode != "new" and root.is_dir()}
     try:
         stage = staging.stage(plan.output, plan.mode)
     except staging.StagingError as err:
@@ -118,8 +121,8 @@ def collect(plan: Plan) -> int:
                     writer.close(record)
                 quality = store_quality(stage.path, plan.formats)
                 write_cards(stage.path, plan, record, quality)
-                for root in formats.layout(stage.path, plan.formats).values():
-                    manifest.write(root, plan.formats)
+                for name, root in formats.layout(stage.path, plan.formats).items():
+                    manifest.write_with_notes(root, plan.formats, notes.get(name, b""))
                 try:
                     stage.commit()
                 except staging.StagingError as err:

@@ -14,7 +14,7 @@ import numpy as np
 
 from common import parallel
 from common.cli import BadInput, counted
-from datasets_io import folders, instructions, manifest
+from datasets_io import folders, formats, instructions, manifest
 from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
@@ -83,6 +83,12 @@ class EditPlan:
     backend: parallel.Backend
     record: dict  # the collection record every part carries (its runs and edits; merged: its sources)
     remap: dict[tuple[int, int], int] | None  # merged: (input, its source index) -> the index in record["sources"]
+
+    @property
+    def roots(self) -> list[Path]:
+        """Every format's folder the edit writes, where it will lie once swapped in."""
+        return [root for part in self.parts for root in formats.layout(
+            self.output / part.name if part.name else self.output, part.names).values()]
 
 
 def parse_fractions(items: list[str]) -> dict[str, float]:
@@ -272,7 +278,10 @@ def plan_edit(args: EditRequest) -> EditPlan:
     rendering = Rendering(record["image_size"], names, record["video"], args.appearance,
                           record.get("appearance", "none") != "none",
                           None if "instructions" not in record else tuple(record["instructions"]), looks)
-    return EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
+    plan = EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
+    if mode == "overwrite":  # the cards it replaces: the user's notes go into the new ones, or nowhere
+        folders.notes_left_behind(sorted(card.parent for card in output.rglob(manifest.NOTES_FILE)), plan.roots)
+    return plan
 
 
 def provenance(inputs: list[Input]) -> tuple[list[dict], dict[tuple[int, int], int]]:

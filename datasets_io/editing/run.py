@@ -35,6 +35,7 @@ def _planned(plan: EditPlan) -> Iterator[tuple[int, Recorded]]:
 
 def edit(plan: EditPlan) -> int:
     """Write the plan's output; 0 when done."""
+    notes = {root: manifest.user_notes(root) for root in plan.roots if plan.mode != "new" and root.is_dir()}
     try:
         stage = staging.stage(plan.output, plan.mode)
     except staging.StagingError as err:
@@ -68,7 +69,8 @@ def edit(plan: EditPlan) -> int:
                 for name, root in part_roots.items():
                     card.write_card(root, title + (f"/{name}" if len(part_roots) > 1 else ""), name, plan.record,
                                     quality, [other for other in part_roots if other != name])
-                    manifest.write(root, list(part_roots))
+                    final = plan.output / root.relative_to(stage.path)  # the card it replaces: the user's notes
+                    manifest.write_with_notes(root, list(part_roots), notes.get(final, b""))
             if plan.parts[0].name:  # a split: one manifest over its parts says the folder is ours as a whole
                 manifest.write(stage.path)
             try:
