@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from tqdm import tqdm
 
 from datasets_io import formats
 from datasets_io.formats import lerobot_common, zarr_replay
@@ -207,7 +208,8 @@ def read_demonstrations(path: str | Path, images: bool = False) -> tuple[str, Pa
     """`open_demonstrations` read whole: every episode in memory, for what needs them all at once (a learner's
     training set)."""
     fmt, root, episodes = open_demonstrations(path, images)
-    listed = list(episodes)
+    listed = list(tqdm(episodes, desc=f"reading {root.name}" + (" with images" if images else ""), unit="ep",
+                       total=formats.episode_count(root, fmt), disable=None, leave=False))
     if not listed:
         raise DatasetFormatError(f"{str(root)!r} holds no episodes")
     return fmt, root, listed

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
 
 from common import interrupts
 from common.cli import EXIT_SHORT, BadInput, counted
@@ -223,7 +224,8 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
     # LeRobot's per-episode image statistics, held to the re-rendered frames they were computed from (the derived
     # file check recomputes the other features' from the data files, which hold no render)
     stats_path, stored_stats = derived.stored_episode_stats(root, fmt) if fmt.startswith("lerobot") else ("", None)
-    for facts, recorded in dataset.iter_episodes(root, True):
+    for facts, recorded in tqdm(dataset.iter_episodes(root, True), desc=f"verify: replaying {fmt}", unit="ep",
+                                total=formats.episode_count(root, fmt), disable=None, leave=False):
         interrupts.check()
         episode_stats = next(stored_stats, None) if stored_stats is not None else None
         if facts["seed"] == zarr_replay.NO_SEED and fmt == "zarr":

@@ -62,6 +62,20 @@ FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 
 
+def episode_count(root: Path, fmt: str) -> int | None:
+    """The episodes the metadata says the `fmt` dataset at `root` holds (a progress bar's total; the checks hold the
+    metadata to the data); None where it cannot tell."""
+    try:
+        if fmt == "zarr":
+            return len(zarr_replay.open_read(root)["meta/episode_ends"])
+        if fmt == "rlds":
+            info = lerobot_common.read_json(root, rlds.INFO_PATH)
+            return sum(int(length) for split in info["splits"] for length in split["shardLengths"])
+        return int(lerobot_common.read_json(root, lerobot_common.INFO_PATH)["total_episodes"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+
+
 def prepare(ep: EpisodeData, names: Sequence[str], use_video: bool) -> EpisodeData:
     """`ep` with what the writers of `names` derive from its frames already computed (its image statistics, its
     PNG frames): called where the episode was recorded, so a parallel collection's workers encode them, not the
