@@ -367,7 +367,8 @@ def run_verify(path: Path, checkpoint: str | None) -> int:
         return max([*codes, EXIT_SHORT if problems else 0])
     if not roots:
         raise BadInput(f"{str(path)!r} holds no dataset written by collect_dataset.py or edit_dataset.py")
-    collection = read_collection(roots)
+    collection = read_collection(roots, "--verify replays only our datasets (their seeds and record); "
+                                        "dataset_report.py reads any replay zarr")
     labels_of = demonstrator_labels(collection, checkpoint)
     size = collection["image_size"]
     env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)

@@ -212,7 +212,8 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
                        f"dataset_report.py --save-learners")
     output = Path(args.output)
     existing = folders.check_output(args.output, args.overwrite, args.resume, rerun=RERUN).existing
-    record = read_collection(existing) if args.resume and existing else {}
+    record = read_collection(existing, "--resume adds only to a collection of ours: choose another --output") if (
+        args.resume and existing) else {}
     if args.resume and not existing:
         print(f"note: --resume: nothing saved in {str(output)!r} yet, so a new dataset starts there with the options "
               f"given", file=sys.stderr)

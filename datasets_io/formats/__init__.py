@@ -121,14 +121,15 @@ def find(path: Path) -> dict[str, Path]:
             and _written_together(path / name, name)}
 
 
-def read_collection(roots: dict[str, Path]) -> dict:
+def read_collection(roots: dict[str, Path], instead: str = "pass one of ours") -> dict:
+    """The collection record of a dataset of ours; bad input, ending with `instead` (what the command can do
+    otherwise), for one that has none."""
     name, root = next(iter(roots.items()))
     try:
         return FORMATS[name].read_collection(root)
     except KeyError:
         raise BadInput(f"{str(root)!r} holds a dataset not written by collect_dataset.py or edit_dataset.py (no "
-                       f"collection record; a replay zarr such as the human reference has none); pass one of ours, "
-                       f"or another --output") from None
+                       f"collection record; a replay zarr such as the human reference has none); {instead}") from None
     except (OSError, ValueError) as err:
         raise BadInput(f"{str(root)!r}: its collection record cannot be read ({first_line(err)}); restore it from a "
                        f"copy, or pass another folder") from None
