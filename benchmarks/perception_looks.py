@@ -45,9 +45,6 @@ LEVERS = {
     "full+norm+augment": ("full", 1, 64, replace(BASE, input_norm=True, augment=True)),
     "full K=4": ("full", 4, 16, BASE),
     "full K=4 (4x frames)": ("full", 4, 64, BASE),
-    "full relative": ("full", 1, 64, replace(BASE, relative=True)),
-    "full relative+augment": ("full", 1, 64, replace(BASE, relative=True, augment=True)),
-    "full relative K=4 (4x frames)": ("full", 4, 64, replace(BASE, relative=True)),
     "full 3x steps": ("full", 1, 64, replace(BASE, steps=90_000)),
     "full wide": ("full", 1, 64, replace(BASE, channels=(32, 64, 64))),
     "full 96px": ("full", 1, 64, replace(BASE, pixels=96, strides=(2, 2, 2))),
@@ -102,12 +99,12 @@ def main() -> None:
         perception, seen = train_perception(images, truth, len(images), config, progress=False)
         row = {"level": level, "looks": looks, "trajectories": trajectories, "frames": len(images),
                "steps": config.perception_steps, "seconds": round(time.perf_counter() - started, 1),
-               "train": point_errors(estimate(perception, images, truth[:, :2]), truth)}
+               "train": point_errors(estimate(perception, images), truth)}
         for test_level in EVAL_LEVELS:
             if (test_level, config.pixels) not in tests:
                 tests[test_level, config.pixels] = frames(env, test_data, test_level, 1, config.pixels)
             test_images, test_truth = tests[test_level, config.pixels]
-            row[test_level] = point_errors(estimate(perception, test_images, test_truth[:, :2]), test_truth)
+            row[test_level] = point_errors(estimate(perception, test_images), test_truth)
         results[name] = row
         args.out.write_text(json.dumps(results, indent=1))
         print(f"{name}: " + ", ".join(f"{key} {row[key]['keypoints_px']:.1f} ({row[key]['agent_px']:.1f})"

@@ -48,9 +48,6 @@ class ImageFlowConfig(FlowConfig):
     # levers for frames of varied looks (benchmarks/perception_looks.py measures each); off, today's figures stand
     input_norm: bool = False  # each image's channels standardised by their own mean and spread: tints cancel
     augment: bool = False  # each training image in random colours (photometric; nothing moves): what a look varies
-    # the block's keypoints regressed relative to the agent, whose position the learner is given: a camera change
-    # (`full`) moves both in the image, so their offset barely moves while each position does
-    relative: bool = False
     # the head is the state `flow` learner's (512 wide, batch 256, 10k steps): the 256-wide head at 6k steps held
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
     full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
@@ -102,7 +99,7 @@ class Perception(nn.Module):
     def __init__(self, config: ImageFlowConfig, point_norm: RangeNormalizer) -> None:
         super().__init__()
         self.point_norm = point_norm
-        self.input_norm, self.relative = config.input_norm, config.relative
+        self.input_norm = config.input_norm
         layers: list[nn.Module] = []
         for c_in, c_out, stride in zip((3, *config.channels[:-1]), config.channels, config.strides, strict=True):
             layers += [nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1), nn.GroupNorm(8, c_out), nn.ReLU()]
@@ -116,14 +113,9 @@ class Perception(nn.Module):
             return self.net((x - mean) / (spread + 1.0))
         return self.net(x / 127.5 - 1.0)
 
-    def points(self, images: torch.Tensor, agent: torch.Tensor | None = None) -> torch.Tensor:
-        """The estimates in env units; a relative perception's keypoints are placed about `agent` (the given agent
-        xy, (N, 2)), else about its own estimate of it."""
-        out = self.point_norm.inverse(self(images))
-        if not self.relative:
-            return out
-        base = out[:, :2] if agent is None else agent.to(out)
-        return torch.cat([out[:, :2], out[:, 2:] + base.repeat(1, POINTS - 1)], dim=1)
+    def points(self, images: torch.Tensor) -> torch.Tensor:
+        """The estimates in env units."""
+        return self.point_norm.inverse(self(images))
 
 
 class ImageEncoder(nn.Module):
@@ -138,8 +130,7 @@ class ImageEncoder(nn.Module):
         """(B, n_obs, 18) state observations: the agent xy given, the keypoints estimated from the render."""
         batch, n_obs = frames.shape[:2]
         images = frames[..., 2:].reshape(batch * n_obs, IMAGE_SIZE, IMAGE_SIZE, 3).permute(0, 3, 1, 2)
-        agent = frames[..., :2].reshape(batch * n_obs, 2)
-        keypoints = self.perception.points(downsample(images, self.pixels), agent)[:, 2:].reshape(batch, n_obs, -1)
+        keypoints = self.perception.points(downsample(images, self.pixels))[:, 2:].reshape(batch, n_obs, -1)
         return torch.cat([frames[..., :2], keypoints], dim=-1)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
@@ -178,25 +169,17 @@ def _small_images(episodes: Sequence[Demonstration], side: int, chunk: int = 102
 
 
 @torch.no_grad()
-def estimate(perception: Perception, images: torch.Tensor, agent: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
-    """The perception's estimates (env units) for every image, given the agent's true positions (N, 2) as the
-    learner is, a chunk at a time."""
-    return torch.cat([perception.points(images[i:i + chunk], agent[i:i + chunk])
-                      for i in range(0, len(images), chunk)])
-
-
-def relative_to_agent(points: torch.Tensor) -> torch.Tensor:
-    """(N, 18) agent xy and keypoints → the agent xy and the keypoints less it: a relative perception's targets."""
-    return torch.cat([points[:, :2], points[:, 2:] - points[:, :2].repeat(1, POINTS - 1)], dim=1)
+def estimate(perception: Perception, images: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+    """The perception's estimates (env units) for every image, a chunk at a time."""
+    return torch.cat([perception.points(images[i:i + chunk]) for i in range(0, len(images), chunk)])
 
 
 def train_perception(images: torch.Tensor, truth: torch.Tensor, n_fit: int, config: ImageFlowConfig,
                      progress: bool = True, checkpoint: Path | None = None) -> tuple[Perception, dict]:
     """The perception trained on the first `n_fit` of `images` ((N, 3, pixels, pixels) uint8) to regress `truth`
     ((N, 18) env units), frozen; with the training record."""
-    targets = relative_to_agent(truth) if config.relative else truth
-    perception = Perception(config, RangeNormalizer.fit(targets.numpy(), POINTS)).to(config.device)
-    labels = perception.point_norm(targets.to(config.device))
+    perception = Perception(config, RangeNormalizer.fit(truth.numpy(), POINTS)).to(config.device)
+    labels = perception.point_norm(truth.to(config.device))
 
     def perception_loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         batch = images[index].to(config.device)
@@ -242,9 +225,8 @@ def look_errors(policy: ImageFlowPolicy, episodes: Sequence[Demonstration], look
             images.append(downsample(torch.as_tensor(rendered).permute(0, 3, 1, 2), config.pixels))
             truth.append(torch.as_tensor(frame_observation(ep.agent_pos.astype(np.float32), ep.keypoints),
                                          dtype=torch.float32))
-        truth_t = torch.cat(truth)
-        errors[level] = point_errors(estimate(perception, torch.cat(images).to(config.device), truth_t[:, :2]).cpu(),
-                                     truth_t)
+        errors[level] = point_errors(estimate(perception, torch.cat(images).to(config.device)).cpu(),
+                                     torch.cat(truth))
     env.close()
     return errors
 
@@ -274,7 +256,7 @@ def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowCo
     perception, seen = train_perception(images, truth, n_fit, config, progress,
                                         work_dir / "perception.pt" if work_dir else None)
     features_started, cpu_started = time.perf_counter(), time.process_time()
-    estimates = estimate(perception, images.to(config.device), truth[:, :2]).cpu()
+    estimates = estimate(perception, images.to(config.device)).cpu()
     seen.update(seconds_features=time.perf_counter() - features_started,
                 cpu_seconds_features=time.process_time() - cpu_started,
                 train_error=point_errors(estimates[:n_fit], truth[:n_fit]),
