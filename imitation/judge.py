@@ -333,7 +333,7 @@ def aggregate(results: Sequence[dict]) -> list[dict]:
         for level, by_look in [("none", result["exec_horizon"]), *result.get("eval_appearance", {}).items()]:
             for k, by_horizon in by_look.items():
                 key = (result["dataset"], result["frames"], result["learner"], int(k), level)
-                error = result["training"].get("look_errors", {}).get(level, {}).get("keypoints_px")
+                error = result.get("training", {}).get("look_errors", {}).get(level, {}).get("keypoints_px")
                 groups.setdefault(key, []).append({"seed": result["seed"], **by_horizon["summary"],
                                                    **({"perception_px": error} if error is not None else {})})
     rows = []

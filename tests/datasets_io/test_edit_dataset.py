@@ -164,7 +164,7 @@ def test_workers_write_the_same_bytes(collection: Path, tmp_path: Path, capsys) 
     (["select", "{ds}", "--episodes", "1"], "holds several formats"),
     (["convert", "{ds}/zarr", "--format", "rlds", "--image-size", "97"], "--image-size must be even"),
     (["split", "{ds}/zarr", "--fractions", "a=0.5", "b=0.4"], "sum to 0.9"),
-    (["split", "{ds}/zarr", "--fractions", "a=0.9", "b=0.1"], "leave part 'b' without an episode"),
+    (["split", "{ds}/zarr", "--fractions", "a=0.9", "b=0.1"], "leave part 'b' without a trajectory"),
     (["split", "{ds}/zarr", "--fractions", "a/b=1"], "NAME a folder name"),
     (["split", "{ds}/zarr", "--fractions", "manifest.json=0.5", "b=0.5"], "the name of the parts' manifest"),
     (["select", "{ds}/zarr", "--workers", "0"], "--workers must be in [1, 1024]"),
