@@ -46,6 +46,12 @@ LEVERS = {
     "full K=4": ("full", 4, 16, BASE),
     "full K=4 (4x frames)": ("full", 4, 64, BASE),
     "full 3x steps": ("full", 1, 64, replace(BASE, steps=90_000)),
+    # the judge's scale: 256 episodes (≈ 24k frames, 256 looks), at its default 2,000 perception steps and longer
+    "full 256": ("full", 1, 256, BASE),
+    "full 256, judge's 2k steps": ("full", 1, 256, replace(BASE, steps=10_000)),
+    "full 256, 3x steps": ("full", 1, 256, replace(BASE, steps=90_000)),
+    "full 256+augment": ("full", 1, 256, replace(BASE, augment=True)),
+    "plain 256": ("none", 1, 256, BASE),
     "full wide": ("full", 1, 64, replace(BASE, channels=(32, 64, 64))),
     "full 96px": ("full", 1, 64, replace(BASE, pixels=96, strides=(2, 2, 2))),
 }

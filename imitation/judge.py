@@ -56,6 +56,10 @@ LEARNERS: dict[str, LearnerSpec] = {
     "flow": LearnerSpec(flow.FlowConfig(), flow.fit, flow.empty),
     "image": LearnerSpec(image.ImageFlowConfig(), image.fit, image.empty, sees_pixels=True,
                          look_errors=image.look_errors),
+    # the image learner with the perception budget varied looks need (benchmarks/perception_looks.py: 2,000
+    # perception steps leave it at 17 px on unseen `full` looks, 18,000 at 7): the same head, ≈ 9 min more of one core
+    "image-varied": LearnerSpec(image.ImageFlowConfig(perception_ratio=1.8), image.fit, image.empty,
+                                sees_pixels=True, look_errors=image.look_errors),
     "unet": LearnerSpec(unet.UNetConfig(), unet.fit, unet.empty),  # Diffusion Policy's network: a GPU's learner
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU

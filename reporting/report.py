@@ -136,7 +136,7 @@ def check_inputs(args: ReportRequest) -> dict[Path, str]:
     """Every dataset's format found (its episodes are read later), and each dataset named once: one named twice,
     however spelt or as both DIR and --reference, would be judged twice. The folders as given, resolved: what the
     outputs must stay out of."""
-    images = args.imitation and "image" in args.learner
+    images = args.imitation and any(LEARNERS[name].sees_pixels for name in args.learner)
     read: dict[Path, str] = {}  # the folder each dataset is read from, resolved: how it was named first
     given: dict[Path, str] = {}
     for flag, path in [("DIR", p) for p in args.datasets] + [("--reference", p) for p in args.reference]:
@@ -250,7 +250,8 @@ def _report(args: ReportRequest, created: list[Path]) -> int:
     pages: list[PageDataset] = []
     result: dict = {"datasets": []}
     for path, is_reference in [(p, False) for p in args.datasets] + [(p, True) for p in args.reference]:
-        fmt, root, episodes, collection = load(path, images="image" in args.learner and args.imitation)
+        fmt, root, episodes, collection = load(path, images=args.imitation and any(
+            LEARNERS[name].sees_pixels for name in args.learner))
         checked = replayed(root, fmt, collection) if args.verify else None
         budgets = [None] if is_reference or not args.max_frames else sorted(set(args.max_frames))
         for budget in budgets:
