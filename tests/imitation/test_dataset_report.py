@@ -344,7 +344,7 @@ def test_work_dir_never_reuses_a_job_for_other_data_or_with_edited_figures(tiny_
 
 
 TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
-        "image": {"width": 32, "blocks": 1, "cond_dim": 16},
+        "image": {"width": 32, "blocks": 1, "cond_dim": 16}, "image-varied": {"width": 32, "blocks": 1, "cond_dim": 16},
         "unet": {"down_dims": (8, 16), "groups": 4, "cond_dim": 16}}
 
 
@@ -359,7 +359,7 @@ def test_a_saved_learner_loads_and_predicts_the_same(name, tmp_path):
         policy.act_norm.centre.fill_(256.0)
     save_learner(tmp_path / "l.pt", name, policy)
     loaded = load_learner(tmp_path / "l.pt")
-    width = 2 + 96 * 96 * 3 if name == "image" else 18
+    width = 2 + 96 * 96 * 3 if spec.sees_pixels else 18
     frames = np.random.default_rng(0).uniform(0, 255, (3, 2, width)).astype(np.float32)
     np.testing.assert_array_equal(policy.eval().predict(frames, torch.Generator().manual_seed(1)),
                                   loaded.predict(frames, torch.Generator().manual_seed(1)))
