@@ -55,6 +55,13 @@ def collect_kept(folder: Path, verifier: Zygote) -> str | None:
     return _verified(folder / "out", verifier) if (folder / "out").exists() else None
 
 
+def collect_whole_trajectories(folder: Path, verifier: Zygote) -> str | None:
+    """What an interrupted run keeps of a collection in 2 looks a trajectory: whole trajectories, verified."""
+    if not (folder / "out").exists():
+        return None
+    return collect_kept(folder, verifier) or (None if _episodes(folder / "out") % 2 == 0 else "a trajectory cut")
+
+
 def verify_complete(_folder: Path, code: int, out: str, _verifier: Zygote) -> str | None:
     return None if code == 0 and "verify: OK" in out else f"an intact dataset did not verify: {out[-300:]}"
 
@@ -88,8 +95,9 @@ SCENARIOS = {
                         collect_kept),
     "collect varied": Scenario("collect_dataset", ["--policy", "random", "--episodes", "4", "--keep-failures",
                                                    "--max-steps", "30", "--format", "zarr", "--output",
-                                                   "out", "--appearance", "full", "--instructions", "paraphrase"],
-                               collect_complete, collect_kept),
+                                                   "out", "--appearance", "full", "--instructions", "paraphrase",
+                                                   "--looks-per-trajectory", "2"],
+                               collect_complete, collect_whole_trajectories),
     "verify": Scenario("collect_dataset", ["--verify", "ds"], verify_complete),
     "edit new look": Scenario("edit_dataset", ["convert", "ds", "--format", "zarr", "--appearance", "colors",
                                                "--output", "out"], edit_complete),
