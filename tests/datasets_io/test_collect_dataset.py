@@ -276,13 +276,19 @@ def test_killed_run_leaves_the_dataset_and_a_hint(tmp_path: Path, capsys) -> Non
     assert json.loads((root / "meta/info.json").read_text())["total_episodes"] == 2
 
 
-def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) -> None:
+def cut_short_swap(tmp_path: Path, capsys) -> Path:
+    """A dataset (seed 0) whose replacement (seed 3, complete) was killed between the two renames of a commit."""
     root = collect(tmp_path / "ds", capsys, episodes=1)
     new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
-    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)  # killed between the two renames of a commit
+    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)
     os.rename(root, staging.old_path(root))
     os.rename(new, staging.partial_path(root))
     (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
+    return root
+
+
+def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) -> None:
+    root = cut_short_swap(tmp_path, capsys)
     collect(root, capsys, "--resume", episodes=2)
     seeds = [e["seed"] for e in pq.read_table(root / "meta/episodes").to_pylist()]
     assert seeds == [3, 4] and not staging.old_path(root).exists()
@@ -291,12 +297,7 @@ def test_a_swap_cut_short_is_finished_on_the_next_run(tmp_path: Path, capsys) ->
 def test_a_run_refused_for_want_of_a_flag_leaves_a_cut_short_swap_as_it_is(tmp_path: Path, capsys) -> None:
     """Finishing the swap would change the folder, and the run would then be refused anyway (an existing dataset
     without --resume or --overwrite): it is refused first, naming the flags that finish it, every file as it was."""
-    root = collect(tmp_path / "ds", capsys, episodes=1)
-    new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
-    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)
-    os.rename(root, staging.old_path(root))
-    os.rename(new, staging.partial_path(root))
-    (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
+    root = cut_short_swap(tmp_path, capsys)
     before = tree(tmp_path)
     code, _, err = run(["--policy", "random", "--episodes", "1", "--output", str(root), *SHORT], capsys)
     assert code == 2 and "stopped while swapping" in one_error(err) and "--resume" in err
@@ -307,12 +308,7 @@ def test_a_cut_short_swap_gets_advice_that_works(tmp_path: Path, capsys) -> None
     """Killed between the renames: --verify (read-only) says the collection's --resume finishes it, and does; when
     the new dataset never completed, every command, whatever its flags, says the one thing that helps (rename the
     previous dataset back) rather than naming flags that cannot finish it."""
-    root = collect(tmp_path / "ds", capsys, episodes=1)
-    new = collect(tmp_path / "new", capsys, "--start-seed", "3", episodes=1)
-    (root / staging.REPLACED_NAME).write_bytes(staging.MARKER_TEXT)
-    os.rename(root, staging.old_path(root))
-    os.rename(new, staging.partial_path(root))
-    (staging.partial_path(root) / staging.COMPLETE_NAME).write_bytes(staging.MARKER_TEXT)
+    root = cut_short_swap(tmp_path, capsys)
     before = tree(tmp_path)
     code, _, err = run(["--verify", str(root)], capsys)
     assert code == 2 and "--resume to finish the swap" in one_error(err) and tree(tmp_path) == before
