@@ -306,6 +306,12 @@ def refuse_same_folder(inputs: list[Input]) -> None:
         seen[same] = source
 
 
+def acted_by(entry: dict) -> tuple:
+    """What acted in a source's episodes: its policy (by its SHA-256, else its name) and its action noise. The same
+    seed so acted is the same trajectory."""
+    return entry["policy_sha256"] or entry["policy"], entry["action_noise"]
+
+
 def refuse_duplicates(inputs: list[Input], facts: list[Fact], sources: list[dict],
                       remap: dict[tuple[int, int], int]) -> None:
     """The same seed from the same policy (by its SHA-256, else its name) with the same noise and appearance level
@@ -317,7 +323,7 @@ def refuse_duplicates(inputs: list[Input], facts: list[Fact], sources: list[dict
         if seed == zarr_replay.NO_SEED:
             continue  # not collected: nothing says two copies are one episode
         entry = sources[remap[s, k]]
-        key = (seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"], level, copy)
+        key = (seed, *acted_by(entry), level, copy)
         if key in first:
             twice.append((seed, first[key][0], s))
         else:
@@ -339,8 +345,7 @@ def trajectories(inputs: list[Input], facts: list[Fact]) -> list[list[tuple[int,
     groups: dict[object, list[tuple[int, int]]] = {}
     for f in facts:
         entry = entries[f.input][f.source]
-        key = (f.input, f.index) if f.seed == zarr_replay.NO_SEED else (
-            f.seed, entry["policy_sha256"] or entry["policy"], entry["action_noise"])
+        key = (f.input, f.index) if f.seed == zarr_replay.NO_SEED else (f.seed, *acted_by(entry))
         groups.setdefault(key, []).append((f.input, f.index))
     return list(groups.values())
 
