@@ -11,12 +11,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
-import torch
 
 from common import interrupts
+
+if TYPE_CHECKING:
+    import torch
 
 
 class CheckpointError(RuntimeError):
@@ -110,6 +112,8 @@ def atomic_file(path: str | Path, put: Callable[[str, Path], None] = os.replace)
 
 def atomic_save(obj: Any, path: str | Path) -> Path:
     """torch.save through `atomic_file`."""
+    import torch  # here: a command's parsing and its early refusals need no torch (≈ 1.5 s of CPU to load)
+
     with atomic_file(path) as handle:
         torch.save(obj, handle)
     return Path(path)
@@ -224,6 +228,8 @@ def load_file(path: str | Path, map_location: str | torch.device = "cpu") -> dic
         raise CheckpointError(f"checkpoint {str(path)!r} is a folder; pass a file in it")
     if not path.is_file():  # a pipe or a device: opening or reading it could wait or run for ever
         raise CheckpointError(f"checkpoint {str(path)!r} is not a regular file (a device, pipe or socket)")
+    import torch
+
     try:
         with torch.serialization.safe_globals(LEGACY_SAFE_GLOBALS):
             data = torch.load(path, map_location=map_location, weights_only=True)

@@ -102,6 +102,7 @@ def test_ray_collects_the_local_pools_dataset(tmp_path: Path, ray_address: str) 
     assert runs["ray"] == runs["pool"]  # every byte: parquet tables, video, zarr chunks, metadata
 
 
+@pytest.mark.slow  # the local pool's edits are tested by default; Ray's equal bytes by the collection's test
 @needs_ray
 def test_ray_edits_as_the_local_pool_does(tmp_path: Path, ray_address: str) -> None:
     source = collect_tiny(tmp_path / "in", 12, "zarr")
@@ -117,6 +118,7 @@ def test_ray_edits_as_the_local_pool_does(tmp_path: Path, ray_address: str) -> N
     assert runs["ray"] == runs["pool"]
 
 
+@pytest.mark.slow  # two judgements with learning jobs: the slow run's
 @needs_ray
 def test_ray_judgement_gives_the_local_figures(tmp_path: Path, ray_address: str, monkeypatch) -> None:
     data = tmp_path / "ds"
@@ -308,6 +310,7 @@ def episodes_equal(first: Path, second: Path) -> bool:
                for a, b in pairs)
 
 
+@pytest.mark.slow  # the default run checks a raising task on Ray and on processes (named after the results)
 @needs_ray
 def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_complete_ones_resume(
         tmp_path: Path, ray_address: str) -> None:
@@ -330,7 +333,7 @@ def test_an_episode_that_raises_on_ray_is_retried_once_then_named_and_the_comple
 
 
 @needs_ray
-@pytest.mark.parametrize("mode", ["kill-first", "kill"])
+@pytest.mark.parametrize("mode", ["kill-first", pytest.param("kill", marks=pytest.mark.slow)])
 def test_a_lost_worker_is_retried_once_then_named(mode: str, tmp_path: Path, ray_address: str) -> None:
     out, log = tmp_path / "ds", tmp_path / "attempts.log"
     result = run_failing("collect_dataset", log, 1, mode, *SMALL, "--format", "zarr", "--output", str(out),
@@ -348,6 +351,7 @@ def test_a_lost_worker_is_retried_once_then_named(mode: str, tmp_path: Path, ray
     assert sorted(path.name for path in tmp_path.iterdir()) == ["attempts.log", "ds"]
 
 
+@pytest.mark.slow  # judge jobs' store and resume are tested by default on the local pool
 @needs_ray
 def test_a_judge_job_that_raises_on_ray_is_retried_once_then_named_and_the_finished_one_is_reused(
         tmp_path: Path, ray_address: str, judge_data: Path) -> None:

@@ -109,6 +109,7 @@ def test_bad_burst_settings_are_one_line_and_exit_2(tmp_path, args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # a learner trained, then driving a collection
 def test_a_relabelling_round_lets_a_saved_learner_drive_the_bursts(tmp_path):
     demos = tmp_path / "demos"
     first = run_script("collect_dataset.py", "--episodes", "3", "--max-steps", "40", "--keep-failures",

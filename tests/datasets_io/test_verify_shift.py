@@ -28,7 +28,10 @@ def mismatched(root: Path, capsys) -> tuple[int, list[str]]:
                   if line.strip().startswith("MISMATCH episode")]
 
 
-@pytest.mark.parametrize(("size", "look"), [(64, "full"), (64, "colors"), (96, "full"), (64, "none")])
+@pytest.mark.parametrize(("size", "look"), [
+    (64, "full"), (96, "none"),  # the case and the default's; the other looks and sizes in the slow run
+    *(pytest.param(size, look, marks=pytest.mark.slow)
+      for size, look in ((64, "colors"), (96, "full"), (64, "none")))])
 def test_intact_videos_pass_and_frames_a_step_early_fail(tmp_path: Path, capsys, monkeypatch, size: int,
                                                          look: str) -> None:
     assert mismatched(collected(tmp_path / "intact", capsys, size, look), capsys) == (0, [])

@@ -267,7 +267,8 @@ def test_the_image_learner_trains_on_zarr_renders_and_evaluates_on_env_renders(t
 def test_the_image_learner_is_judged_under_each_look_asked_for(tiny_dataset, tmp_path):
     out = tmp_path / "image.json"
     result = run_script("dataset_report.py", str(tiny_dataset), "--imitation", "--learner", "image", "mlp",
-                        "--train-steps", "3", "--episodes", "2", "--seeds", "1", "--exec-horizon", "8",
+                        "--train-steps", "3", "--episodes", "2", "--seeds", "1", "--workers", "1",
+                        "--exec-horizon", "8",
                         "--eval-appearance", "none", "heldout", "--json", str(out))
     assert result.returncode == 0, result.stderr
     rows = json.loads(out.read_text())["imitation"]["summary"]
@@ -299,7 +300,8 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
         out = tmp_path / "r.json"
         result = run_script("dataset_report.py", *merged(
             [str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "2",
-             "--exec-horizon", "8", "--seeds", "2", "--work-dir", str(work), "--json", str(out), "--overwrite"],
+             "--exec-horizon", "8", "--seeds", "2", "--workers", "1", "--work-dir", str(work), "--json", str(out),
+             "--overwrite"],
             list(extra)))
         assert result.returncode == 0, result.stderr
         return json.loads(out.read_text())["imitation"], result.stdout
@@ -324,8 +326,8 @@ def test_work_dir_never_reuses_a_job_for_other_data_or_with_edited_figures(tiny_
 
     def judge() -> subprocess.CompletedProcess:
         return run_script("dataset_report.py", str(data), "--imitation", "--learner", "mlp", "--train-steps", "5",
-                          "--episodes", "2", "--exec-horizon", "8", "--seeds", "1", "--work-dir", str(work),
-                          "--json", str(out), "--overwrite")
+                          "--episodes", "2", "--exec-horizon", "8", "--seeds", "1", "--workers", "1",
+                          "--work-dir", str(work), "--json", str(out), "--overwrite")
 
     assert judge().returncode == 0
     shutil.rmtree(data)

@@ -34,7 +34,7 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_path):
     out, plot = tmp_path / "report.json", tmp_path / "scaling.png"
     result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--train-steps", "20",
-                        "--episodes", "2", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "25", "50",
+                        "--episodes", "1", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "25", "50",
                         "--reference", str(tiny_dataset / "lerobot"), "--workers", "2", "--plot", str(plot),
                         "--json", str(out))
     assert result.returncode == 0, result.stderr
@@ -45,11 +45,11 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
         assert key in statistics
     assert [(d["max_frames"], d["reference"]) for d in report["datasets"]] == [(25, False), (50, False), (None, True)]
     rows = report["imitation"]["summary"]
-    # 3 (dataset, budget) parts x 2 learners x 2 horizons, each over 2 seeds of 2 starts
+    # 3 (dataset, budget) parts x 2 learners x 2 horizons, each over 2 seeds of 1 start
     assert len(rows) == 12 and len(report["imitation"]["runs"]) == 12
     assert {r["frames"] for r in rows} == {25, 50, 75}
     for row in rows:
-        assert row["seeds"] in ([0, 1], [1, 0]) and row["pooled"]["episodes"] == 4
+        assert row["seeds"] in ([0, 1], [1, 0]) and row["pooled"]["episodes"] == 2
         runs = [run["exec_horizon"][str(row["exec_horizon"])]["episodes"] for run in report["imitation"]["runs"]
                 if (run["dataset"], run["frames"], run["learner"]) == (row["dataset"], row["frames"], row["learner"])]
         per_seed = [sum(episode["success"] for episode in episodes) / len(episodes) for episodes in runs]

@@ -52,7 +52,7 @@ def wait_for(path: Path, timeout: float = 120) -> None:
 
 # n-step returns keep transitions pending across steps; a decaying lr and an averaged actor are state the resume
 # must continue (the kill lands before the decay starts at 450, the run ends inside it)
-@pytest.mark.parametrize("settings", [{"n_step": 1}, {"n_step": 3},
+@pytest.mark.parametrize("settings", [{"n_step": 1}, pytest.param({"n_step": 3}, marks=pytest.mark.slow),
                                       pytest.param({"lr_decay_from": 450, "actor_ema": 0.05}, marks=pytest.mark.slow)],
                          ids=["one-step", "n-step", "decay-and-average"])
 def test_sigkill_and_resume_is_bitwise_identical_to_an_uninterrupted_run(tmp_path, settings):

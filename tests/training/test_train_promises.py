@@ -49,6 +49,7 @@ def scalars(log_dir: Path, tag: str) -> np.ndarray:
     return np.array([event.value for event in events.Scalars(tag)])
 
 
+@pytest.mark.slow  # a learning run
 @pytest.mark.parametrize("seed", [0])
 def test_sac_learns_to_swing_pendulum_up(tmp_path, seed):
     """3600 env steps (18 episodes of 200), the first 1000 with uniform random actions, then one update per step
