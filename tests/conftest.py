@@ -9,9 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -54,10 +56,51 @@ def merged(base: list[str], extra: list[str]) -> list[str]:
     return [*kept, *extra]
 
 
+_zygotes: dict[str, _Forker] = {}  # per test process: a command module -> its zygote
+
+
 def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=kwargs.pop("cwd", REPO), env=env,
+    """`python script args` as a user runs it: exit code, stdout and stderr. A command run with no environment or
+    input of its own is forked from a zygote that imported its module once (tests/zygote.py): the same main(argv)
+    in a fresh process, without the seconds of importing torch each time; any other run is a new interpreter."""
+    cwd = Path(kwargs.pop("cwd", REPO))
+    if not kwargs and script.endswith(".py") and "/" not in script.removeprefix("tools/"):
+        if (zygote := _zygote(script[:-3].replace("/", "."))).lock.acquire(blocking=False):
+            try:
+                with tempfile.TemporaryDirectory() as streams:
+                    code, out, err, _ = zygote.process.run(list(args), cwd, deadline=timeout or HANG_S,
+                                                           streams=Path(streams), env=child_env())
+            finally:
+                zygote.lock.release()
+            if code is None:
+                raise subprocess.TimeoutExpired([script, *args], timeout or HANG_S, out, err)
+            return subprocess.CompletedProcess([script, *args], code, out, err)
+    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, env=kwargs.pop("env", child_env()),
                           capture_output=True, text=True, timeout=timeout or HANG_S, **kwargs)
+
+
+def child_env() -> dict[str, str]:
+    """The environment a command's process gets: this one's, with one OpenMP thread and unbuffered output."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass
+class _Forker:
+    process: object  # zygote.Zygote
+    lock: threading.Lock  # one run at a time; a concurrent run starts an interpreter of its own
+
+
+def _zygote(module: str) -> _Forker:
+    if module not in _zygotes:
+        from zygote import Zygote
+
+        _zygotes[module] = _Forker(Zygote(module, bars=True), threading.Lock())
+    return _zygotes[module]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for forker in _zygotes.values():
+        forker.process.close()
 
 
 @pytest.fixture

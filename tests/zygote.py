@@ -1,6 +1,7 @@
 """Commands run as a user runs them, thousands of times, cheaply: a zygote process imports a command's module once
 and forks a child per run (its own process group, signals at their defaults, in its own folder), so a run costs
-its work, not an import of torch. The harnesses of tests/commands use it."""
+its work, not an import of torch (nor the compiler stack torch's optimisers load on first use). The harnesses of
+tests/commands use it, and conftest.run_script for every command run that needs no environment of its own."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ ZYGOTE = r"""
 import importlib, json, os, signal, sys, traceback
 sys.path.insert(0, sys.argv[1])
 module = importlib.import_module(sys.argv[2])
-sys.argv = [sys.argv[2] + ".py"]
+if "torch" in sys.modules:  # what torch's first optimiser or compiled function would load in every child
+    import torch._dynamo  # noqa: F401
+sys.argv = [sys.argv[2].replace(".", "/") + ".py"]
 for line in sys.stdin:
     case = json.loads(line)
     pid = os.fork()
@@ -31,6 +34,10 @@ for line in sys.stdin:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(case["cwd"])
+        if case.get("env") is not None:  # the caller's environment now (a test may have set a variable since)
+            os.environ.clear()
+            os.environ.update(case["env"])
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the zygote's pipe of cases
         for fd, name in ((1, "out"), (2, "err")):
             handle = os.open(case[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(handle, fd)
@@ -65,20 +72,25 @@ def tree(root: Path) -> dict[str, str]:
 class Zygote:
     """One command module imported once; each `run` forks a child that runs its main(argv) in `cwd`."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, bars: bool = False) -> None:
+        """`command`: a module name (`train`, `tools.plot_curves`); `bars`: progress bars drawn as for a user (the
+        harnesses turn them off)."""
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy", "PYTHONUNBUFFERED": "1",
+               **({} if bars else {"TQDM_DISABLE": "1"})}
         self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, cwd=REPO,
-                                        env={**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy",
-                                             "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"})
+                                        stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
 
     def run(self, argv: list[str], cwd: Path, signal_after: float | None = None,
-            signum: int = signal.SIGINT, deadline: float | None = None) -> tuple[int, str, str, float]:
+            signum: int = signal.SIGINT, deadline: float | None = None,
+            streams: Path | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str, float]:
         """(exit code, stdout, stderr, seconds) of one run, signalled `signal_after` seconds after its fork. With
         `deadline`, a run still going that many seconds after its fork is a hang: it is killed, and its exit code
-        is None."""
-        out, err = cwd.parent / f"{cwd.name}.out", cwd.parent / f"{cwd.name}.err"
-        self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err)})
-                                 + "\n")
+        is None. Its stdout and stderr go through files beside `cwd`, or in `streams` when given; `env` replaces the
+        zygote's environment for the run (what is read at import stays the zygote's)."""
+        where, stem = (streams, "run") if streams is not None else (cwd.parent, cwd.name)
+        out, err = where / f"{stem}.out", where / f"{stem}.err"
+        case = {"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "env": env}
+        self.process.stdin.write(json.dumps(case) + "\n")
         self.process.stdin.flush()
         pid = json.loads(self.process.stdout.readline())
         started = time.perf_counter()
@@ -104,3 +116,4 @@ class Zygote:
     def close(self) -> None:
         self.process.stdin.close()
         self.process.wait(timeout=60)
+        self.process.stdout.close()
