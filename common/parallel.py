@@ -344,7 +344,10 @@ class _Ray:
             try:
                 # "local": a Ray of its own even where `ray start` left one running on this machine, which
                 # ray.init() would join otherwise
-                ray.init(address=address or "local", logging_level=logging.WARNING,
+                # log_to_driver off: the cluster's own log lines (a raylet's complaint about its metrics agent,
+                # seen on a cluster under load) would reach this command's stderr beside its one line; the tasks
+                # print nothing a user needs (failures come back as their exceptions, progress through our bars)
+                ray.init(address=address or "local", logging_level=logging.WARNING, log_to_driver=False,
                          **(cluster if address else local))
             except (ConnectionError, ValueError) as err:  # refused, or not an address Ray reads
                 raise unreachable(err) from None
