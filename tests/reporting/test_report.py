@@ -34,7 +34,7 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_path):
     out, plot = tmp_path / "report.json", tmp_path / "scaling.png"
     result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--train-steps", "20",
-                        "--episodes", "1", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "25", "50",
+                        "--episodes", "1", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "50",
                         "--reference", str(tiny_dataset / "lerobot"), "--workers", "2", "--plot", str(plot),
                         "--json", str(out))
     assert result.returncode == 0, result.stderr
@@ -43,11 +43,11 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
     for key in ("episodes", "frames", "mean_length", "mean_lead_px", "mean_step_px", "mean_jerk_px", "edge_fraction",
                 "mean_agent_speed_px", "success_fraction", "start_coverage"):
         assert key in statistics
-    assert [(d["max_frames"], d["reference"]) for d in report["datasets"]] == [(25, False), (50, False), (None, True)]
+    assert [(d["max_frames"], d["reference"]) for d in report["datasets"]] == [(50, False), (None, True)]
     rows = report["imitation"]["summary"]
-    # 3 (dataset, budget) parts x 2 learners x 2 horizons, each over 2 seeds of 1 start
-    assert len(rows) == 12 and len(report["imitation"]["runs"]) == 12
-    assert {r["frames"] for r in rows} == {25, 50, 75}
+    # 2 (dataset, budget) parts x 2 learners x 2 horizons, each over 2 seeds of 1 start
+    assert len(rows) == 8 and len(report["imitation"]["runs"]) == 8
+    assert {r["frames"] for r in rows} == {50, 75}
     for row in rows:
         assert row["seeds"] in ([0, 1], [1, 0]) and row["pooled"]["episodes"] == 2
         runs = [run["exec_horizon"][str(row["exec_horizon"])]["episodes"] for run in report["imitation"]["runs"]
