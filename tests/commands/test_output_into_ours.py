@@ -5,7 +5,8 @@ being replaced as `.old`), leaves that folder exactly as it was; an output optio
 The options come from the parsers (`build_parser()`, train.py's folder settings from its config's dataclasses), so
 a writer is covered the day it is added. The value names a file that does not exist, so an input option refuses it
 as missing; an output option must refuse it as inside a folder of ours, or it would be swapped into a dataset,
-listed in its manifest, or deleted with a dead run's staging folder.
+listed in its manifest, or deleted with a dead run's staging folder. Every output option meets every folder of ours
+in the default run; the other options meet one of three in turn there, and all three in the slow run.
 """
 
 from __future__ import annotations
@@ -67,8 +68,12 @@ PLACES = ["ds", "coll", "split", "split/a", "live.partial", "dead.partial", "kep
 SOME_PLACES = ["coll", "split/a", "live.partial"]  # for the other options, which read or name no file: a new writer
 
 
-def places(name: str) -> list[str]:
-    return PLACES if name in WRITERS else SOME_PLACES
+def places(name: str, n: int, every: bool) -> list[str]:
+    """Where option `name` (the `n`th) is pointed: an output at every place of ours; any other option at three
+    (`every`), or at one of them in turn (each place still reached by some option)."""
+    if name in WRITERS:
+        return PLACES
+    return SOME_PLACES if every else [SOME_PLACES[n % len(SOME_PLACES)]]
 
 
 def tool_options() -> list[tuple[str, str, str]]:
@@ -94,13 +99,13 @@ def _value(place: Path, flag: str) -> str:
     return str(place / ("new" + SUFFIX.get(flag, "")))
 
 
-def cases(shelf: Path) -> dict[str, list[tuple[str, list[str]]]]:
-    """For each command module: (option name, argv) for every option at every place."""
+def cases(shelf: Path, every: bool) -> dict[str, list[tuple[str, list[str]]]]:
+    """For each command module: (option name, argv) for every option at its places."""
     found: dict[str, list[tuple[str, list[str]]]] = {}
-    for option in options():
+    for n, option in enumerate(options()):
         if option.kind != "text":
             continue
-        for place in places(option.name):
+        for place in places(option.name, n, every):
             argv = command_line(option, _value(shelf / place, option.flag)) + NEEDS.get(option.name, [])
             if option.flag in EXCLUDES.get("--verify", []) and "--verify" in argv:
                 continue
@@ -111,8 +116,8 @@ def cases(shelf: Path) -> dict[str, list[tuple[str, list[str]]]]:
             for place in PLACES:
                 found.setdefault("train", []).append(
                     (f"train {field.name}", [*BASE["train"], "--set", f"{field.name}={_value(shelf / place, '')}"]))
-    for module, flag, name in tool_options():
-        for place in places(name):
+    for n, (module, flag, name) in enumerate(tool_options()):
+        for place in places(name, n, every):
             found.setdefault(module, []).append((name, tool_line(module, flag, name, _value(shelf / place,
                                                                                           flag or ".pt"))))
     return found
@@ -145,11 +150,12 @@ def _inputs(folder: Path) -> Path:
     return folder
 
 
-def test_no_option_of_any_command_writes_into_a_folder_of_ours(shelf: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("every", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["rotating", "every"])
+def test_no_option_of_any_command_writes_into_a_folder_of_ours(shelf: Path, tmp_path: Path, every: bool) -> None:
     before = tree(shelf)
     inputs = _inputs(tmp_path / "inputs")
     broken, refused = [], {}
-    for command, jobs in cases(shelf).items():
+    for command, jobs in cases(shelf, every).items():
         zygote = Zygote(command)
         try:
             for n, (name, argv) in enumerate(jobs):
