@@ -108,7 +108,10 @@ def job_key(job: Job, exec_horizons: Sequence[int], eval_seeds: Sequence[int], o
             looks: Sequence[str] = ("none",)) -> dict:
     """Everything a job's result depends on: a stored result is reused only when all of it matches. In its JSON form
     (tuples as lists), as the store reads it back."""
-    key = {"job": asdict(job), "config": asdict(job_config(job, overrides)), "exec_horizons": list(exec_horizons),
+    # the dataset by its folder's name, not its path as given: its content digest says what it holds, so a dataset
+    # named by another path (moved, or given absolute instead of relative) reuses its finished jobs
+    key = {"job": {**asdict(job), "dataset": Path(job.dataset).name}, "config": asdict(job_config(job, overrides)),
+           "exec_horizons": list(exec_horizons),
            "eval_seeds": [eval_seeds[0], len(eval_seeds)],
            **({"eval_appearance": looks_for(job.learner, looks)} if looks_for(job.learner, looks) != ["none"]
               else {})}
@@ -286,8 +289,8 @@ def run_jobs(jobs: Sequence[tuple[Job, Sequence[Demonstration]]], exec_horizons:
     unfinished one's training resumes from its checkpoints."""
     store = store or JobStore(None)
     keys = [job_key(job, exec_horizons, eval_seeds, overrides, looks) for job, _ in jobs]
-    results: dict[int, dict] = {
-        n: found for n, key in enumerate(keys)
+    results: dict[int, dict] = {  # a reused job reported under the dataset's path as given now
+        n: {**found, "dataset": jobs[n][0].dataset} for n, key in enumerate(keys)
         if (found := store.get(key)) is not None and (save_to is None or learner_file(save_to, jobs[n][0]).is_file())}
     todo = [n for n in range(len(jobs)) if n not in results]
     if results or any(store.checkpointed(keys[n]) for n in todo):

@@ -296,10 +296,10 @@ def test_a_job_counts_every_training_step_and_a_resumed_one_its_earlier_ones_fir
 def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp_path):
     work = tmp_path / "jobs"
 
-    def judge(*extra: str) -> tuple[dict, str]:
+    def judge(*extra: str, data: Path = tiny_dataset / "zarr") -> tuple[dict, str]:
         out = tmp_path / "r.json"
         result = run_script("dataset_report.py", *merged(
-            [str(tiny_dataset / "zarr"), "--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "2",
+            [str(data), "--imitation", "--learner", "mlp", "--train-steps", "5", "--episodes", "2",
              "--exec-horizon", "8", "--seeds", "2", "--workers", "1", "--work-dir", str(work), "--json", str(out),
              "--overwrite"],
             list(extra)))
@@ -313,6 +313,12 @@ def test_work_dir_reuses_finished_jobs_and_reruns_changed_ones(tiny_dataset, tmp
     assert again["summary"] == first["summary"]
     assert f"imitation: resuming from {work}: 2 finished jobs, 0 to run\n" in said
     assert {p: p.stat().st_mtime_ns for p in work.glob("*.json")} == stamps  # reused, not rewritten
+    moved = tmp_path / "elsewhere" / "zarr"  # the same data named by another path: the same jobs
+    shutil.copytree(tiny_dataset / "zarr", moved)
+    elsewhere, said = judge(data=moved)
+    assert f"imitation: resuming from {work}: 2 finished jobs, 0 to run\n" in said
+    assert {row["dataset"] for row in elsewhere["summary"]} == {str(moved)}
+    assert [row["success_rate"] for row in elsewhere["summary"]] == [row["success_rate"] for row in first["summary"]]
     _, said = judge("--seeds", "3", "--train-steps", "6")  # another config: new jobs beside the old ones
     assert len(list(work.glob("*.json"))) == 5 and "resuming" not in said
 
