@@ -197,7 +197,7 @@ class JobStore:
     def _path(self, key: dict) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         job = key["job"]
-        name = f"{Path(job['dataset']).name}_{job['frames']}_{job['learner']}_s{job['seed']}_{digest}.json"
+        name = f"{job['dataset']}_{job['frames']}_{job['learner']}_s{job['seed']}_{digest}.json"
         return self.folder / name
 
     def work_dir(self, key: dict) -> Path | None:

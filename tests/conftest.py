@@ -15,8 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from zygote import Zygote
 
 # What the suite needs from the environment, set here so that a bare `python -m pytest` is CI's run: one OpenMP thread
 # (read when torch first loads, so before any test module imports it) and SDL's dummy driver (no display needed).
@@ -86,7 +90,7 @@ def child_env() -> dict[str, str]:
 
 @dataclass
 class _Forker:
-    process: object  # zygote.Zygote
+    process: Zygote
     lock: threading.Lock  # one run at a time; a concurrent run starts an interpreter of its own
 
 
