@@ -6,6 +6,7 @@
                               [--image-size 96] [--no-video] [--max-steps 300] [--appearance LEVEL]
                               [--looks-per-trajectory K] [--instructions fixed|paraphrase|FILE]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
+                              [--tier NAME]
     python collect_dataset.py --verify DIR [--checkpoint PATH]
 
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
@@ -132,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "colour words, which the look redraws) or FILE (a UTF-8 file of sentences, one a line; "
                              "none naming a colour under a varied look) (default fixed; with --resume: the "
                              "dataset's own)")
+    parser.add_argument("--tier", metavar="NAME",
+                        help="label every episode with its quality and provenance (datasets_io/labels.py): the tier "
+                             "NAME (e.g. expert, medium, random), the acting policy's SHA-256, the noise scales, its "
+                             "return and steps to success, beside its success and max coverage, in every format; "
+                             "--verify recomputes them (default: no labels; with --resume: the dataset's own)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")

@@ -18,6 +18,7 @@ import imageio.v3 as iio
 import numpy as np
 
 from datasets_io import lerobot_stats
+from datasets_io.labels import Labels
 from env import appearance
 from env.appearance import Appearance
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
@@ -54,6 +55,8 @@ class EpisodeData:
     # the one fixed task, as every dataset before instruction variation
     task: str = TASK
     task_index: int | None = None
+    # labelled collections (--tier): its quality labels (datasets_io/labels.py); None: an unlabelled dataset's
+    labels: Labels | None = None
 
     @property
     def length(self) -> int:

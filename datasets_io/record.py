@@ -10,10 +10,11 @@ from dataclasses import fields
 from datasets_io.collection.perturbation import Perturbation
 
 RECORD_KEYS = frozenset({"format", "env_id", "formats", "image_size", "perturbation", "video", "max_steps",
-                         "next_seed", "appearance", "looks_per_trajectory", "instructions", "runs", "edits", "sources"})
+                         "next_seed", "appearance", "looks_per_trajectory", "instructions", "tier", "runs", "edits",
+                         "sources"})
 RUN_KEYS = frozenset({"policy", "policy_sha256", "policy_step", "action_noise", "only_success", "start_seed",
                       "next_seed", "attempted", "kept", "command"})
-SOURCE_KEYS = frozenset({"dataset", "policy", "policy_sha256", "action_noise", "command"})
+SOURCE_KEYS = frozenset({"dataset", "policy", "policy_sha256", "action_noise", "tier", "burst_noise", "command"})
 EDIT_KEYS = frozenset({"command", "inputs"})
 PERTURBATION_KEYS = frozenset(f.name for f in fields(Perturbation))
 

@@ -13,6 +13,7 @@ from common import parallel
 from datasets_io import formats, instructions
 from datasets_io.collection.perturbation import DriverFactory, Perturbation, PerturbedRollout
 from datasets_io.episode import EpisodeData, EpisodeRecorder
+from datasets_io.labels import Provenance, label
 from env import appearance
 from env.pusht_wrapper import make_env
 from protocol.loading import env_spec, random_policy
@@ -36,6 +37,7 @@ class Job:
     appearance: str = "none"  # the level each episode's look is drawn at, from its seed (env/appearance.py)
     looks: int = 1  # each trajectory recorded in this many looks of the level: that many episodes share its seed
     instructions: tuple[str, ...] | None = None  # the sentences an episode's instruction is drawn from (None: fixed)
+    provenance: Provenance | None = None  # a labelled collection's (--tier): who acted and how (datasets_io/labels.py)
 
 
 class Collector:
@@ -49,8 +51,8 @@ class Collector:
 
     def __call__(self, seed: int) -> list[EpisodeData]:
         """The seed's trajectory as the episodes the writers take: one per look."""
-        return [formats.prepare(instructed(episode, self.job.instructions), self.job.formats, self.job.use_video)
-                for episode in self.record(seed)]
+        return [formats.prepare(labelled(instructed(episode, self.job.instructions), self.job.provenance),
+                                self.job.formats, self.job.use_video) for episode in self.record(seed)]
 
     def record(self, seed: int) -> list[EpisodeData]:
         base = self.job.policy or random_policy(seed, 2)
@@ -76,6 +78,12 @@ def instructed(episode: EpisodeData, sentences: tuple[str, ...] | None) -> Episo
     """The episode with the instruction its seed draws from `sentences` (None: the fixed task, unchanged)."""
     index = instructions.task_index(sentences, episode.seed)
     return episode if index is None else replace(episode, task=sentences[index], task_index=index)
+
+
+def labelled(episode: EpisodeData, provenance: Provenance | None) -> EpisodeData:
+    """The episode with its quality labels: the collection's provenance and its own outcome (None: unlabelled)."""
+    return episode if provenance is None else replace(
+        episode, labels=label(provenance, episode.reward, episode.is_success))
 
 
 def worker_collector(job: Job) -> Collector:

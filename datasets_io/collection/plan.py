@@ -16,6 +16,7 @@ from datasets_io.collection.collector import Job
 from datasets_io.collection.perturbation import DriverFactory, Perturbation
 from datasets_io.formats import FORMATS, read_collection, zarr_replay
 from datasets_io.instructions import resolve, tasks
+from datasets_io.labels import Provenance, tier_problem
 from datasets_io.verify import check_metadata
 from env.appearance import LEVELS, MAX_LOOKS
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, SEED_LIMIT, image_size_problem
@@ -152,6 +153,19 @@ def plan_looks(args: CollectionRequest, record: dict, level: str) -> int:
     return looks
 
 
+def plan_tier(args: CollectionRequest, record: dict) -> str | None:
+    """The tier the episodes are labelled with: the flag, else the resumed dataset's own, else none (no labels)."""
+    recorded = record.get("tier")
+    tier = recorded if args.tier is None else args.tier
+    if tier is not None and (problem := tier_problem(tier)) is not None:
+        raise BadInput(problem if args.tier is not None else f"{str(args.output)!r} records the tier {tier!r}, "
+                                                             f"which no collection writes (a damaged or edited record)")
+    if record and tier != recorded:
+        kept = f"--tier {recorded}" if recorded is not None else "no --tier (its episodes have no labels)"
+        raise BadInput(f"{str(args.output)!r} was collected with {kept}; --resume must keep it (leave --tier out)")
+    return tier
+
+
 @dataclass
 class CollectionRequest:
     """What collect_dataset.py asks for, as its flags name it (None: the default, or the resumed dataset's own);
@@ -180,6 +194,7 @@ class CollectionRequest:
     appearance: str | None = None  # a level of env/appearance.py (None: the resumed dataset's own, else "none")
     looks: int | None = None  # looks per trajectory (None: the resumed dataset's own, else 1)
     instructions: str | None = None  # fixed, paraphrase or a file of sentences (None: the resumed one's, else fixed)
+    tier: str | None = None  # a labelled collection's tier name (None: the resumed dataset's own, else no labels)
     no_video: bool = False
     max_steps: int | None = None
     command: str | None = None  # the command line as typed (collect_dataset.py sets it), recorded with each run
@@ -303,7 +318,10 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if record and noise != recorded_noise:
         raise BadInput(f"{str(output)!r} was collected with --action-noise {recorded_noise}; --resume must keep it "
                        f"(leave --action-noise out)")
+    tier = plan_tier(args, record)
+    provenance = None if tier is None else Provenance.of(tier, sha256_file(policy.source) if policy else None, noise,
+                                                         perturbation.noise)
     job = Job(policy, noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level, looks,
-              None if sentences is None else tuple(sentences))
+              None if sentences is None else tuple(sentences), provenance)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)

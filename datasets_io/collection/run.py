@@ -49,6 +49,8 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             **({"looks_per_trajectory": plan.job.looks} if plan.job.looks > 1 else {}),
             # the sentences an episode's instruction is drawn from (datasets_io/instructions.py); none: the fixed task
             **({"instructions": list(plan.job.instructions)} if plan.job.instructions else {}),
+            # a labelled collection's tier (--tier): its episodes carry quality labels (datasets_io/labels.py)
+            **({"tier": plan.job.provenance.tier} if plan.job.provenance else {}),
             "runs": [*plan.collection.get("runs", []), run]}
 
 

@@ -24,6 +24,7 @@ from datasets_io.collection.collector import instructed
 from datasets_io.collection.run import COLLECTION_FORMAT
 from datasets_io.episode import EpisodeData, replay
 from datasets_io.formats import FORMATS, zarr_replay
+from datasets_io.labels import Labels
 from datasets_io.readers import check_zarr_layout, keypoints_from_pose
 from datasets_io.verify import executed_targets, imitation_marks
 from env import appearance
@@ -48,6 +49,7 @@ class Recorded:
     appearance: Appearance | None = None  # a varied dataset's: the look it was rendered with
     frames: EpisodeData | None = None  # an episode without a seed, as it is written (when asked for)
     copy: int = 0  # which of its trajectory's looks it is (appearance.draw's `copy`)
+    labels: Labels | None = None  # a labelled dataset's quality labels (datasets_io/labels.py), kept as they are
 
     @property
     def length(self) -> int:
@@ -109,7 +111,8 @@ class Input:
             yield Recorded(position, int(facts["episode_index"]), seed, bool(facts["success"]),
                            float(facts["max_coverage"]), np.asarray(arrays["action"], np.float32),
                            np.asarray(executed_targets(arrays), np.float32) if self.perturbed else None,
-                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"), look, copy=copy)
+                           imitation_marks(arrays) if self.perturbed else None, facts.get("source"), look, copy=copy,
+                           labels=facts.get("labels"))
 
     def sources(self) -> list[dict]:
         """Where its episodes came from, as a merged dataset's record lists them: its own list if it is one, else
@@ -119,9 +122,12 @@ class Input:
         if not self.collected:
             return [{"dataset": str(self.path), "policy": zarr_replay.COPIED_POLICY,
                      "policy_sha256": None, "action_noise": 0.0, "command": None}]
+        # a labelled collection's tier and burst noise travel with its source, as its episodes' labels do
+        tier = {"tier": self.collection["tier"], "burst_noise": (self.collection.get("perturbation") or {}).get(
+            "noise", 0.0)} if "tier" in self.collection else {}
         return [{"dataset": str(self.path), "policy": run["policy"],
                  "policy_sha256": run["policy_sha256"] if "policy_sha256" in run else _sha256_of(run["policy"]),
-                 "action_noise": run["action_noise"], "command": run.get("command")}
+                 "action_noise": run["action_noise"], "command": run.get("command"), **tier}
                 for run in self.collection["runs"]]
 
     def source_of(self, episode: Recorded) -> int:
@@ -265,7 +271,7 @@ def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
                        n_contacts=sim["n_contacts"].astype(np.float32), action=episode.action,
                        reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
                        executed=episode.executed, imitate=episode.imitate, source=episode.source,
-                       appearance=look if job.varied else None)
+                       appearance=look if job.varied else None, labels=episode.labels)
 
 
 def restyled(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:

@@ -18,6 +18,7 @@ from datasets_io import folders, formats, instructions, manifest
 from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
+from datasets_io.labels import labelled
 from datasets_io.verify import check_metadata, replay_failures
 from env.appearance import LEVELS, MAX_LOOKS, MIXED
 from env.pusht_wrapper import image_size_problem
@@ -175,7 +176,14 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
                        and not source.seedless and not base.seedless else "")
                 raise BadInput(f"the inputs differ in {what}: {str(base.path)!r} has {_said(key, base.collection)}, "
                                f"{str(source.path)!r} has {_said(key, source.collection)}{fix}")
-    first = {key: value for key, value in base.collection.items() if key != "appearance"}
+    if len({labelled(source.collection) for source in inputs}) > 1:
+        plain = next(source for source in inputs if not labelled(source.collection))
+        tagged = next(source for source in inputs if labelled(source.collection))
+        raise BadInput(f"{str(tagged.path)!r} has per-episode quality labels (--tier), {str(plain.path)!r} has none: "
+                       f"a dataset's episodes have labels all or none; collect the other with --tier too")
+    # a merge's episodes keep their own tiers, recorded with their sources; one input's keeps its tier
+    first = {key: value for key, value in base.collection.items()
+             if key != "appearance" and not (key == "tier" and len(inputs) > 1)}
     levels = {source.level for source in inputs}
     level = appearance or (levels.pop() if len(levels) == 1 else MIXED)
     if problems := instructions.colour_problems({**first, "appearance": level}):

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from common import interrupts
 from common.files import atomic_write_bytes
 from datasets_io.episode import FPS, TASK, EpisodeData
+from datasets_io.labels import LABEL_NAMES
 from env.appearance import Appearance
 
 INFO_PATH = "meta/info.json"  # both versions keep their features and totals here
@@ -427,7 +428,8 @@ def info_problems(root: Path, info: dict, expected: dict, first_video: str | Non
 # every key of an episode's entry a writer writes (v2.1's episodes.jsonl line, v3.0's row as read by its columns)
 EPISODE_KEYS = frozenset({"episode_index", "tasks", "length", "seed", "success", "max_coverage", "source",
                           "appearance", "dataset_from_index", "dataset_to_index", "data/chunk_index",
-                          "data/file_index", f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"})
+                          "data/file_index", f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index",
+                          *LABEL_NAMES})
 
 
 def episode_problems(path: str, position: int, row: dict, task: str = TASK) -> list[str]:

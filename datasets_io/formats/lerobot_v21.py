@@ -38,6 +38,7 @@ from datasets_io import instructions, lerobot_stats
 from datasets_io.episode import FPS, EpisodeData
 from datasets_io.formats import lerobot_common as shared
 from datasets_io.formats.lerobot_common import INFO_PATH
+from datasets_io.labels import Labels
 
 CODEBASE_VERSION = "v2.1"
 CHUNKS_SIZE = 1000
@@ -177,7 +178,8 @@ class Writer:
         self.episodes.append({"episode_index": index, "tasks": [ep.task], "length": ep.length, "seed": ep.seed,
                               "success": ep.success, "max_coverage": ep.max_coverage,
                               **({"source": ep.source} if ep.source is not None else {}),
-                              **({"appearance": ep.appearance.to_json()} if ep.appearance is not None else {})})
+                              **({"appearance": ep.appearance.to_json()} if ep.appearance is not None else {}),
+                              **(ep.labels.columns() if ep.labels is not None else {})})
         self.episodes_stats.append(json.dumps({"episode_index": index, "stats": _stats_json(stats)}))
 
     def close(self, collection: dict) -> None:
@@ -221,6 +223,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
         index = row["episode_index"]
         if "appearance" in row:
             row["appearance"] = shared.appearance_of(row["appearance"], f"{EPISODES_PATH}: episode {index}")
+        row["labels"] = Labels.from_columns(row, f"{EPISODES_PATH}: episode {index}")
         wanted = columns + ([shared.IMAGE_KEY] if images and not use_video else [])
         table = shared.read_parquet(root, data_path(index), wanted)
         episode = {name: shared.column_numpy(table.column(name)) for name in columns}

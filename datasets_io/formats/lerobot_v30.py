@@ -72,6 +72,7 @@ from datasets_io.formats.lerobot_common import (
     video_info,
     write_json,
 )
+from datasets_io.labels import LABEL_NAMES, Labels
 from env.appearance import Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
@@ -236,7 +237,8 @@ class LeRobotWriter:
                     "meta/episodes/file_index": self.meta_index.file,
                     "seed": ep.seed, "success": ep.success, "max_coverage": ep.max_coverage,
                     **({"source": ep.source} if ep.source is not None else {}),
-                    **({"appearance": ep.appearance.dumps()} if ep.appearance is not None else {})})
+                    **({"appearance": ep.appearance.dumps()} if ep.appearance is not None else {}),
+                    **(ep.labels.columns() if ep.labels is not None else {})})
         self._rows.append(row)
         self.added_episodes += 1
         self.added_frames += ep.length
@@ -393,6 +395,7 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     for row in _episode_rows(root):
         if row.get("appearance") is not None:
             row["appearance"] = appearance_of(row["appearance"], f"meta/episodes: episode {row['episode_index']}")
+        row["labels"] = Labels.from_columns(row, f"meta/episodes: episode {row['episode_index']}")
         first, last = row["dataset_from_index"], row["dataset_to_index"]
         table = rows.take(last - first) if first == end else None
         if table is None or table.num_rows != last - first or not np.array_equal(
@@ -414,7 +417,7 @@ EPISODE_COLUMNS = ["episode_index", "tasks", "length", "dataset_from_index", "da
 VIDEO_COLUMNS = [f"videos/{IMAGE_KEY}/chunk_index", f"videos/{IMAGE_KEY}/file_index"]
 # the other columns of an episode row: where its metadata file is, its video's span, what the episode records
 ROW_COLUMNS = ["meta/episodes/chunk_index", "meta/episodes/file_index", "success", "max_coverage", "source",
-               "appearance"]
+               "appearance", *LABEL_NAMES]
 
 
 def _written_column(name: str, use_video: bool) -> bool:

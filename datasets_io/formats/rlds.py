@@ -29,6 +29,7 @@ from common.files import atomic_write_bytes
 from datasets_io.episode import EpisodeData
 from datasets_io.formats import lerobot_common, tfrecord
 from datasets_io.formats.lerobot_common import json_problems, read_json, settings
+from datasets_io.labels import Labels, labelled
 
 NAME = "pusht_sac"
 VERSION = "1.0.0"
@@ -38,6 +39,9 @@ FEATURES_PATH = "features.json"
 COLLECTION_PATH = "collection.json"
 QUALITY_PATH = "quality.json"
 SHARD_GLOB = f"{NAME}-train.tfrecord-*-of-*"
+# a labelled dataset's episode_metadata (datasets_io/labels.py): text, or the dtype of a scalar
+LABEL_TYPES: dict[str, type | str] = {"tier": str, "policy": str, "action_noise": "float32", "burst_noise": "float32",
+                                      "return": "float32", "steps_to_success": "int64"}
 EXECUTED_KEY, IMITATE_KEY = "action_executed", "imitate"
 
 
@@ -53,9 +57,11 @@ def _features_dict(features: dict) -> dict:
             "featuresDict": {"features": features}}
 
 
-def features_json(image_size: int, perturbed: bool, sourced: bool = False, varied: bool = False) -> dict:
+def features_json(image_size: int, perturbed: bool, sourced: bool = False, varied: bool = False,
+                  labelled: bool = False) -> dict:
     """features.json: TFDS's serialized FeaturesDict for this dataset (`sourced`: a merged dataset's, whose episodes
-    say where they came from; `varied`: one whose episodes record their appearance, as one line of JSON)."""
+    say where they came from; `varied`: one whose episodes record their appearance, as one line of JSON;
+    `labelled`: one whose episodes carry quality labels, datasets_io/labels.py)."""
     text = {"pythonClassName": "tensorflow_datasets.core.features.text_feature.Text", "text": {}}
     image = {"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
              "image": {"shape": {"dimensions": [str(image_size), str(image_size), "3"]}, "dtype": "uint8",
@@ -73,7 +79,9 @@ def features_json(image_size: int, perturbed: bool, sourced: bool = False, varie
     metadata = _features_dict({"seed": _tensor((), "int64"), "success": _tensor((), "bool"),
                                "max_coverage": _tensor((), "float32"), "episode_index": _tensor((), "int64"),
                                **({"source": _tensor((), "int64")} if sourced else {}),
-                               **({"appearance": text} if varied else {})})
+                               **({"appearance": text} if varied else {}),
+                               **({name: text if kind is str else _tensor((), str(kind))
+                                   for name, kind in LABEL_TYPES.items()} if labelled else {})})
     return _features_dict({"steps": steps, "episode_metadata": metadata})
 
 
@@ -103,6 +111,9 @@ def episode_example(ep: EpisodeData, episode_index: int) -> bytes:
         features["episode_metadata/source"] = np.array([ep.source])
     if ep.appearance is not None:
         features["episode_metadata/appearance"] = [ep.appearance.dumps().encode()]
+    if ep.labels is not None:
+        features.update({f"episode_metadata/{name}": [value.encode()] if isinstance(value, str) else
+                         np.array([value], dtype=LABEL_TYPES[name]) for name, value in ep.labels.columns().items()})
     return tfrecord.encode_example(features)
 
 
@@ -151,9 +162,9 @@ class Writer:
         if self._handle is None or self._shard_bytes > SHARD_MB * 2**20:
             self._roll()
         assert self._handle is not None
-        if ep.source is not None or ep.appearance is not None:  # a dataset's episodes all have these, or none
+        if ep.source is not None or ep.appearance is not None or ep.labels is not None:  # all episodes, or none
             self.features = features_json(*self.settings, sourced=ep.source is not None,
-                                          varied=ep.appearance is not None)
+                                          varied=ep.appearance is not None, labelled=ep.labels is not None)
         written = tfrecord.write_record(self._handle, episode_example(ep, self.episodes))
         self._shard_bytes += written
         self.bytes += written
@@ -233,6 +244,9 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
             facts["appearance"] = lerobot_common.appearance_of(
                 next(iter(example["episode_metadata/appearance"]), None),
                 f"episode {facts['episode_index']}'s episode_metadata/appearance")
+        facts["labels"] = Labels.from_columns(
+            {name: next(iter(example[f"episode_metadata/{name}"]), None) for name in LABEL_TYPES
+             if f"episode_metadata/{name}" in example}, f"episode {facts['episode_index']}'s episode_metadata")
         yield facts, arrays
 
 
@@ -242,7 +256,7 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     image_size, _, perturbed = settings(collection)
     problems = json_problems(FEATURES_PATH, read_json(root, FEATURES_PATH),
                            features_json(image_size, perturbed, "sources" in collection,
-                                         lerobot_common.varied(collection)))
+                                         lerobot_common.varied(collection), labelled(collection)))
     info = read_json(root, INFO_PATH)
     try:
         listed = [int(n) for n in info["splits"][0]["shardLengths"]]

@@ -30,6 +30,7 @@ from datasets_io.dp_keypoints import N_KEYPOINTS, dp_keypoints
 from datasets_io.episode import EpisodeData
 from datasets_io.formats.lerobot_common import settings, varied
 from datasets_io.instructions import task_index
+from datasets_io.labels import Labels, labelled
 from env.appearance import VECTOR_SIZE, Appearance
 
 IMAGE_CHUNK = 100  # frames per img chunk
@@ -56,6 +57,18 @@ COPIED_POLICY = "none: the replay zarr's own episodes (no seeds)"  # a merge's s
 SOURCED = {"episode_source": "i8"}  # merged datasets: each episode's index in the record's "sources"
 VARIED = {"episode_appearance": ((VECTOR_SIZE,), "f8")}  # varied looks: each episode's Appearance.to_vector()
 INSTRUCTED = {"episode_instruction": "i8"}  # varied instructions: each episode's index in the record's "instructions"
+# labelled collections (--tier): each episode's quality labels (datasets_io/labels.py), text as fixed-width bytes
+LABELLED = {"episode_tier": "S32", "episode_policy": "S64", "episode_action_noise": "f4", "episode_burst_noise": "f4",
+            "episode_return": "f4", "episode_steps_to_success": "i8"}
+
+
+def _append_episode(meta: zarr.Group, name: str, values: np.ndarray, specs: dict) -> None:
+    """Append one episode's row to the per-episode array `name` of `specs`, made on the first episode that has it."""
+    if name not in meta:
+        spec = specs[name]
+        shape, dtype = spec if isinstance(spec, tuple) else ((), spec)
+        meta.zeros(name, shape=(0, *shape), chunks=(LOWDIM_CHUNK, *shape), dtype=dtype, compressor=None)
+    meta[name].append(values)
 
 
 def episode_arrays(ep: EpisodeData) -> dict[str, np.ndarray]:
@@ -101,21 +114,15 @@ class ZarrWriter:
         meta["episode_success"].append(np.array([ep.success]))
         meta["episode_max_coverage"].append(np.array([ep.max_coverage]))
         if ep.source is not None:
-            if "episode_source" not in meta:
-                meta.zeros("episode_source", shape=(0,), chunks=(LOWDIM_CHUNK,), dtype=SOURCED["episode_source"],
-                           compressor=None)
-            meta["episode_source"].append(np.array([ep.source]))
+            _append_episode(meta, "episode_source", np.array([ep.source]), SOURCED)
         if ep.task_index is not None:
-            if "episode_instruction" not in meta:
-                meta.zeros("episode_instruction", shape=(0,), chunks=(LOWDIM_CHUNK,),
-                           dtype=INSTRUCTED["episode_instruction"], compressor=None)
-            meta["episode_instruction"].append(np.array([ep.task_index]))
+            _append_episode(meta, "episode_instruction", np.array([ep.task_index]), INSTRUCTED)
         if ep.appearance is not None:
-            if "episode_appearance" not in meta:
-                shape, dtype = VARIED["episode_appearance"]
-                meta.zeros("episode_appearance", shape=(0, *shape), chunks=(LOWDIM_CHUNK, *shape), dtype=dtype,
-                           compressor=None)
-            meta["episode_appearance"].append(ep.appearance.to_vector()[None])
+            _append_episode(meta, "episode_appearance", ep.appearance.to_vector()[None], VARIED)
+        if ep.labels is not None:
+            for name, value in ep.labels.columns().items():
+                _append_episode(meta, f"episode_{name}", np.array([value], dtype=np.dtype(LABELLED[f"episode_{name}"])),
+                                LABELLED)
 
     def _store_frames(self, final: bool) -> None:
         """Append the waiting img rows up to the last whole chunk (all of them if `final`). Episodes rarely end on a
@@ -167,7 +174,7 @@ SAFE_CODECS = frozenset({"blosc", "zstd", "lz4", "zlib", "gzip", "bz2", "lzma", 
 
 
 def open_read(root: Path) -> zarr.Group:
-    """The zarr group at `root` for reading, its every array checked first: a plain numeric dtype and safe codecs
+    """The zarr group at `root` for reading, its every array checked first: a numeric or bytes dtype and safe codecs
     only (ValueError naming the array otherwise), so no file read can run code."""
     group = zarr.open_group(str(root), mode="r")
 
@@ -176,7 +183,7 @@ def open_read(root: Path) -> zarr.Group:
             return
         codecs = [codec for codec in [item.compressor, *(item.filters or [])] if codec is not None]
         unsafe = [codec.codec_id for codec in codecs if codec.codec_id not in SAFE_CODECS]
-        if item.dtype.kind not in "biuf" or item.dtype.hasobject or unsafe:
+        if item.dtype.kind not in "biufS" or item.dtype.hasobject or unsafe:  # S: fixed-width bytes (labels)
             what = f"the codec {unsafe[0]!r}" if unsafe else f"the dtype {item.dtype}"
             raise ValueError(f"{name}: stored with {what}, which decodes Python objects (and can run code); it was "
                              f"not read")
@@ -234,7 +241,8 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
     """(per-episode facts, per-frame low-dimensional arrays) for every episode; with `images`, the frames as
     uint8 under "image". Streams: every array is read a chunk at a time as the episodes reach it."""
     group = open_read(root)
-    meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED, *VARIED] if name in group["meta"]}
+    meta = {name: read_array(group["meta"][name]) for name in [*META, *SOURCED, *VARIED, *LABELLED]
+            if name in group["meta"]}
     names = ["state", "keypoint", "action", "n_contacts"] + [name for name in PERTURBED if name in group["data"]]
     data = {name: ArrayStream(group["data"][name]) for name in names}
     frames = group["data"]["action"].shape[0]
@@ -252,6 +260,8 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                 facts["appearance"] = Appearance.from_vector(meta["episode_appearance"][e])
             except (ValueError, IndexError) as err:
                 raise ValueError(f"meta/episode_appearance: episode {e}: {err}") from None
+        facts["labels"] = Labels.from_columns({name.removeprefix("episode_"): meta[name][e].item()
+                                               for name in LABELLED if name in meta}, f"meta: episode {e}")
         episode = {name: values.rows(start, end) for name, values in data.items()}
         if image is not None:
             episode["image"] = renders(image.rows(start, end))
@@ -318,7 +328,8 @@ def check_metadata(root: Path, collection: dict) -> list[str]:
     data_specs = {**_shapes(image_size), **(PERTURBED if perturbed else {})}
     problems = _attribute_problems(group) + _array_problems(group, "data", data_specs)
     meta_specs = {name: ((), dtype) for name, dtype in {**META, **(SOURCED if "sources" in collection else {}),
-                                                        **(INSTRUCTED if "instructions" in collection else {})}.items()}
+                                                        **(INSTRUCTED if "instructions" in collection else {}),
+                                                        **(LABELLED if labelled(collection) else {})}.items()}
     problems += _array_problems(group, "meta", {**meta_specs, **(VARIED if varied(collection) else {})})
     meta = group["meta"]
     ends = read_array(meta["episode_ends"]).astype(np.int64)

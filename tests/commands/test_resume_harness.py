@@ -39,6 +39,7 @@ VALUES: dict[str, tuple[list[str], list[str] | None]] = {
     "--appearance": (["full"], ["colors"]),
     "--looks-per-trajectory": (["2", "--appearance", "full"], ["3"]),
     "--instructions": (["paraphrase"], ["fixed"]),
+    "--tier": (["medium"], ["expert"]),
     "--image-size": (["64"], ["96"]),
     "--no-video": ([], None),  # with a LeRobot format; --resume keeps the dataset's choice
     "--max-steps": (["5"], ["4"]),

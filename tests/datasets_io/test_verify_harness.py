@@ -1,7 +1,7 @@
 """The verify harness: small dumps over every pair of settings a dataset varies by (format × image size × look ×
-instructions × policy × noise, a pairwise design generated below, not listed), each passing --verify as collected,
-and again after every edit of it (convert to another format, select, split, merge with a second run of the same
-settings). The default run tries the first rows; the `slow` run all of them."""
+instructions × policy × noise × labels, a pairwise design generated below, not listed), each passing --verify as
+collected, and again after every edit of it (convert to another format, select, split, merge with a second run of the
+same settings). The default run tries the first rows; the `slow` run all of them."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ FACTORS: dict[str, list[list[str]]] = {
     "instructions": [["--instructions", "fixed"], ["--instructions", "paraphrase"]],
     "policy": [["--policy", "random"], ["--checkpoint", str(REPO / "assets" / "policy.pt")]],
     "noise": [[], ["--action-noise", "0.1"], ["--burst-noise", "0.5", "--burst-steps", "3", "--burst-gap", "4"]],
+    "labels": [[], ["--tier", "medium"]],
 }
 DEFAULT_ROWS = 2
 
