@@ -22,7 +22,8 @@ from common.files import CHECKOUT, atomic_write_bytes, sha256_file
 from datasets_io import manifest, strip
 from datasets_io.derived import stored_quality
 from datasets_io.episode import FPS, TASK
-from datasets_io.formats import lerobot_common, rlds, zarr_replay
+from datasets_io.formats import lerobot_common, minari_format, rlds, zarr_replay
+from datasets_io.labels import labelled
 
 CARD_NAME = "README.md"
 LICENSE = "mit"  # the repository's LICENSE
@@ -46,10 +47,12 @@ LOADERS = {
     "rlds": [("OpenVLA, OpenVLA-OFT, Octo (tensorflow-datasets)",
               'import tensorflow_datasets as tfds; '
               'ds = tfds.builder_from_directory("NAME").as_dataset(split="train")')],
+    "minari": [("Minari ≥ 0.5 (offline RL; TorchRL's MinariExperienceReplay)",
+                'MINARI_DATASETS_PATH=NAME python -c "import minari; ds = minari.load_dataset(\'DATASET_ID\')"')],
 }
 PROJECT_LOADER = ("this project", "python dataset_report.py NAME; python collect_dataset.py --verify NAME")
 TITLES = {"lerobot": "LeRobot v3.0", "lerobot-v2.1": "LeRobot v2.1", "zarr": "Diffusion Policy zarr",
-          "rlds": "RLDS"}
+          "rlds": "RLDS", "minari": "Minari"}
 
 
 def _rlds_features(node: dict, prefix: str = "") -> list[tuple[str, str, list[int]]]:
@@ -82,6 +85,12 @@ def read_facts(fmt: str, root: Path) -> dict:
         return {"episodes": len(ends), "frames": int(ends[-1]), "fps": FPS, "features": features,
                 "version": f"Diffusion Policy replay zarr (zarr format {version}, the `pusht_cchi_v7_replay.zarr` "
                            f"layout)"}
+    if fmt == "minari":
+        spec = minari_format.open_dataset(root).spec
+        return {"episodes": spec.total_episodes, "frames": spec.total_steps, "fps": FPS,
+                "features": [("observations", "float64", [5]), ("actions", "float32", [2]), ("rewards", "float64", []),
+                             ("terminations", "bool", []), ("truncations", "bool", [])],
+                "version": f"Minari dataset {spec.dataset_id} (minari {spec.minari_version}, arrow)"}
     info = lerobot_common.read_json(root, rlds.INFO_PATH)
     lengths = [int(n) for n in info["splits"][0]["shardLengths"]]
     features = _rlds_features(lerobot_common.read_json(root, rlds.FEATURES_PATH))
@@ -188,6 +197,7 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
     rows += [(label, _number(quality[key], digits, percent),
               *((_number(reference[key], digits, percent),) if reference else ()))
              for label, key, digits, percent in QUALITY_ROWS]
+    dataset_id = minari_format.dataset_id(collection)
     stored = "`meta/quality.json`" if lerobot else "the `quality` attribute" if fmt == "zarr" else "`quality.json`"
     source = (f" The human reference is Diffusion Policy's PushT demonstrations, as this repository's "
               f"`{REFERENCE_RECORD}` records them." if reference else "")
@@ -195,8 +205,10 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
               f"Motion statistics of every episode (`dataset_report.py`'s, stored with the data: {stored})."
               f"{source}", "", *_table(header, rows), "",
               "## Loading it", "",
-              *_table(("codebase", "one line"), [(codebase, f"`{line.replace('NAME', name)}`")
-                                                 for codebase, line in [*LOADERS[fmt], PROJECT_LOADER]]), "",
+              *_table(("codebase", "one line"), [
+                  (codebase, f"`{line.replace('NAME', name).replace('DATASET_ID', dataset_id)}`")
+                  for codebase, line in [*LOADERS[fmt], PROJECT_LOADER]]), "",
+              *_label_lines(fmt, collection),
               "## Licence and citation", "",
               f"The demonstrations are this project's own output: rollouts of its own policy in gym-pusht, recorded "
               f"by pusht_sac. They are released under the {LICENSE.upper()} licence, as is the pusht_sac repository "
@@ -214,7 +226,13 @@ APPEARANCE_FIELD = {"lerobot": "the `appearance` column of `meta/episodes/` (one
                     "lerobot-v2.1": "the `appearance` key of `meta/episodes.jsonl`",
                     "rlds": "`episode_metadata/appearance` (one line of JSON)",
                     "zarr": "`meta/episode_appearance` (one row of numbers an episode, laid out as pusht_sac's "
-                            "`env/appearance.py` says)"}
+                            "`env/appearance.py` says)",
+                    "minari": "the `appearance` key of each episode's metadata (one line of JSON)"}
+LABEL_FIELD = {"lerobot": "columns of `meta/episodes/` (filter the episodes on them)",
+               "lerobot-v2.1": "keys of each line of `meta/episodes.jsonl`",
+               "rlds": "`episode_metadata/<label>` features",
+               "zarr": "`meta/episode_<label>` arrays (text as fixed-width bytes)",
+               "minari": "keys of each episode's metadata (`dataset.storage.get_episode_metadata`)"}
 LEVEL_TEXT = {"colors": "the colours of the board, block, agent, goal region and walls, and the brightness and "
                         "contrast",
               "full": "the colours of the board, block, agent, goal region and walls, the brightness and contrast, "
@@ -225,7 +243,8 @@ LEVEL_TEXT = {"colors": "the colours of the board, block, agent, goal region and
 INSTRUCTION_FIELD = {"lerobot": "its task (`meta/tasks.parquet`, each frame's `task_index`)",
                      "lerobot-v2.1": "its task (`meta/tasks.jsonl`, each frame's `task_index`)",
                      "rlds": "every step's `language_instruction`",
-                     "zarr": "`meta/episode_instruction` (the sentence's number in the list below, from 0)"}
+                     "zarr": "`meta/episode_instruction` (the sentence's number in the list below, from 0)",
+                     "minari": "the `task` key of each episode's metadata"}
 
 
 def _task_cell(collection: dict) -> str:
@@ -242,6 +261,20 @@ def _instruction_lines(fmt: str, collection: dict) -> list[str]:
             f"Each episode carries one of these {len(sentences)} instructions, drawn from its seed "
             f"(`collect_dataset.py --instructions`), stored as {INSTRUCTION_FIELD[fmt]}:", "",
             *[f"{n}. {sentence}" for n, sentence in enumerate(sentences)], ""]
+
+
+def _label_lines(fmt: str, collection: dict) -> list[str]:
+    """Where a labelled collection's per-episode quality labels are and what each means (none for an unlabelled
+    one)."""
+    if not labelled(collection):
+        return []
+    tier = f"tier `{collection['tier']}`" if "tier" in collection else "each episode's own tier (a merge)"
+    return ["## Quality labels", "",
+            f"Every episode is labelled ({tier}) in the {LABEL_FIELD[fmt]}: `tier`, `policy` (the SHA-256 of the "
+            f"policy file that acted, or `random`), `action_noise` and `burst_noise` (noise std in [-1, 1] action "
+            f"units), `return` (the sum of gym-pusht's rewards), `steps_to_success` (-1: never), beside `success` "
+            f"and `max_coverage`. `collect_dataset.py --verify` recomputes every one by replay and from the "
+            f"collection record.", ""]
 
 
 def _appearance_sentence(fmt: str, collection: dict) -> str:

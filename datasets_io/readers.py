@@ -21,11 +21,7 @@ from tqdm import tqdm
 from datasets_io import formats
 from datasets_io.formats import lerobot_common, zarr_replay
 from env.appearance import Appearance
-from env.pusht_wrapper import SEED_LIMIT
-
-# gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
-BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
-                         dtype=np.float64)
+from env.pusht_wrapper import SEED_LIMIT, keypoints_from_pose
 
 
 class DatasetFormatError(ValueError):
@@ -68,15 +64,6 @@ class Demonstration:
     def start_pose(self) -> np.ndarray:
         """Block x, y and angle at the first frame, recovered from the keypoints."""
         return pose_from_keypoints(self.keypoints[0])
-
-
-def keypoints_from_pose(pose: np.ndarray) -> np.ndarray:
-    """(…, 3) block poses x, y, θ → (…, 8, 2) corner keypoints, as gym-pusht computes them."""
-    pose = np.asarray(pose, dtype=np.float64)
-    cos, sin = np.cos(pose[..., 2])[..., None], np.sin(pose[..., 2])[..., None]
-    x = cos * BLOCK_CORNERS[:, 0] - sin * BLOCK_CORNERS[:, 1] + pose[..., 0:1]
-    y = sin * BLOCK_CORNERS[:, 0] + cos * BLOCK_CORNERS[:, 1] + pose[..., 1:2]
-    return np.stack([x, y], axis=-1)
 
 
 def pose_from_keypoints(keypoints: np.ndarray) -> np.ndarray:

@@ -91,6 +91,20 @@ def image_size_problem(size: int) -> str | None:
     return None if 64 <= size <= 1024 and size % 2 == 0 else f"must be even and in [64, 1024], got {size}"
 
 
+# gym-pusht's T in the block's body frame, in the vertex order of `block_keypoints` (the two rectangles' corners).
+BLOCK_CORNERS = np.array([(-60, 0), (60, 0), (60, 30), (-60, 30), (-15, 30), (15, 30), (15, 120), (-15, 120)],
+                         dtype=np.float64)
+
+
+def keypoints_from_pose(pose: np.ndarray) -> np.ndarray:
+    """(…, 3) block poses x, y, θ → (…, 8, 2) corner keypoints, as gym-pusht computes them."""
+    pose = np.asarray(pose, dtype=np.float64)
+    cos, sin = np.cos(pose[..., 2])[..., None], np.sin(pose[..., 2])[..., None]
+    x = cos * BLOCK_CORNERS[:, 0] - sin * BLOCK_CORNERS[:, 1] + pose[..., 0:1]
+    y = sin * BLOCK_CORNERS[:, 0] + cos * BLOCK_CORNERS[:, 1] + pose[..., 1:2]
+    return np.stack([x, y], axis=-1)
+
+
 def block_keypoints(pusht: gym.Env) -> np.ndarray:
     """The block's 8 corner keypoints in env units, shape (8, 2)."""
     return pusht.get_keypoints(pusht._block_shapes)

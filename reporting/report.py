@@ -146,6 +146,10 @@ def check_inputs(args: ReportRequest) -> dict[Path, str]:
             first = next(episodes, None) if images else None  # one episode: what size the image learner would get
         except DatasetFormatError as err:
             raise BadInput(str(err)) from None
+        if first is not None and first.image is None:
+            raise BadInput(f"{flag} {path!r} stores states only (a Minari dataset) and the image learner needs "
+                           f"frames; convert it with edit_dataset.py convert --format zarr (frames rendered by "
+                           f"replay), or judge it with the state learners (--learner mlp flow)")
         if first is not None and first.image.shape[1:] != (IMAGE_SIZE, IMAGE_SIZE, 3):
             raise BadInput(f"{flag} {path!r} holds {first.image.shape[1]} px renders and the image learner takes "
                            f"{IMAGE_SIZE} px ones; collect it with --image-size {IMAGE_SIZE}, or judge it with the "

@@ -118,6 +118,7 @@ RAW_WRITES: dict[str, set[str]] = {
     "datasets_io/formats/lerobot_v30.py": {"mkdir", "unlink", "write_table"},
     "datasets_io/formats/rlds.py": {"mkdir", "open", "rename"},
     "datasets_io/formats/zarr_replay.py": {"zarr.open_group"},
+    "datasets_io/formats/minari_format.py": {"mkdir"},  # and minari's own writer, inside the staged folder
     "imitation/judge.py": {"shutil.rmtree"},  # a job's own work folder, once its result is stored
     "reporting/page.py": {"savefig"},  # into memory
     "reporting/plot.py": {"savefig"},  # into memory, stamped (common/ownership.py) and written through the guard

@@ -18,7 +18,7 @@ import numpy as np
 
 from common.cli import BadInput, first_line
 from datasets_io.episode import EpisodeData
-from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, rlds, zarr_replay
+from datasets_io.formats import lerobot_common, lerobot_v21, lerobot_v30, minari_format, rlds, zarr_replay
 
 
 class Writer(Protocol):
@@ -58,6 +58,9 @@ FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
                   lambda root: False, (".zgroup", "meta/episode_ends/.zarray"), zarr_replay.check_metadata),
     DatasetFormat("rlds", "RLDS (TFDS)", rlds.Writer, rlds.is_dataset, rlds.read_collection, rlds.write_quality,
                   rlds.iter_episodes, lambda root: False, (rlds.INFO_PATH, rlds.FEATURES_PATH), rlds.check_metadata),
+    DatasetFormat("minari", "Minari", minari_format.Writer, minari_format.is_dataset, minari_format.read_collection,
+                  minari_format.write_quality, minari_format.iter_episodes, lambda root: False,
+                  (minari_format.COLLECTION_PATH,), minari_format.check_metadata),
 )}
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 

@@ -1,0 +1,248 @@
+"""Minari (Farama's offline-RL dataset format, D4RL's successor), written through the `minari` package's own API.
+
+Layout: the folder is a Minari datasets root, what `MINARI_DATASETS_PATH` names (minari.load_dataset reads it):
+
+    <root>/pusht_sac/pusht/<name>-v0/      the dataset, id `pusht_sac/pusht/<name>-v0`, as Minari writes it (arrow)
+    <root>/collection.json                 our collection record; quality.json, README.md, manifest.json beside it
+
+`<name>` is the collection's tier (--tier), a merge's tiers joined by '-' (medium-expert), else `demonstrations`.
+Each episode is the env's own transition sequence, replayed from its seed through gym-pusht's state env
+(`gym_pusht/PushT-v0`, obs_type "state"): its 5-d observations (agent x, y, block x, y, angle mod 2 pi; one more than
+the actions), the raw env-unit actions executed, gym-pusht's rewards, terminations (success) and truncations (the
+step limit) as the env gave them; `recover_environment()` makes that env. Its episode metadata holds our per-episode
+facts (success, max coverage, quality labels, look, instruction). States only: no frames (--verify replays the states;
+edit_dataset.py convert renders frames again by replay). Burst datasets are not written: Minari's actions are the
+executed ones and it has no place for clean labels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from common.files import atomic_write_bytes
+from datasets_io import instructions
+from datasets_io.episode import EpisodeData
+from datasets_io.formats.lerobot_common import appearance_of, read_json
+from datasets_io.labels import LABEL_NAMES, Labels
+from env.pusht_wrapper import MAX_EPISODE_STEPS, keypoints_from_pose
+
+NAMESPACE = "pusht_sac/pusht"
+COLLECTION_PATH = "collection.json"
+QUALITY_PATH = "quality.json"
+ENV_ID = "gym_pusht/PushT-v0"
+REQUIREMENTS = ["gym-pusht==0.1.8"]
+# D4RL's normalisation (minari.get_normalized_score): the mean return of uniform random actions and of the shipped
+# demonstrator over the protocol's 100 starts (seeds 100000-100099, 300 steps; docs/experiments.md). Set only on
+# datasets collected at that step limit, where returns are comparable.
+REF_MIN_SCORE = 0.0
+REF_MAX_SCORE = 100.0
+
+
+def dataset_name(collection: dict) -> str:
+    """The dataset's name within its id: the tier, a merge's tiers in order joined by '-', else `demonstrations`."""
+    tiers = [entry["tier"] for entry in collection.get("sources", []) if "tier" in entry]
+    if "tier" in collection:
+        tiers = [collection["tier"]]
+    return "-".join(dict.fromkeys(tiers)) or "demonstrations"
+
+
+def dataset_id(collection: dict) -> str:
+    return f"{NAMESPACE}/{dataset_name(collection)}-v0"
+
+
+def dataset_path(root: Path, collection: dict) -> Path:
+    """Where Minari keeps the dataset of `collection` under the root (its data/ folder inside)."""
+    return root / dataset_id(collection)
+
+
+@contextmanager
+def _datasets_root(root: Path) -> Iterator[None]:
+    """Minari finds its root in MINARI_DATASETS_PATH when it creates a dataset: ours, for the call."""
+    before = os.environ.get("MINARI_DATASETS_PATH")
+    os.environ["MINARI_DATASETS_PATH"] = str(root.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["MINARI_DATASETS_PATH"]
+        else:
+            os.environ["MINARI_DATASETS_PATH"] = before
+
+
+def state_env(max_steps: int) -> gym.Env:
+    """gym-pusht's state env with the collection's step limit: what the episodes replay in, and what Minari records
+    for `recover_environment()`."""
+    import gym_pusht  # noqa: F401  (registers the env)
+
+    return gym.make(ENV_ID, obs_type="state", max_episode_steps=max_steps)
+
+
+def transitions(env: gym.Env, ep: EpisodeData) -> dict[str, np.ndarray]:
+    """The episode's transitions as the env gives them: reset from its seed, then each executed target."""
+    executed = ep.action if ep.executed is None else ep.executed
+    observation, _ = env.reset(seed=ep.seed)
+    out: dict[str, list] = {"observations": [observation], "rewards": [], "terminations": [], "truncations": []}
+    for t, action in enumerate(executed):
+        observation, reward, terminated, truncated, _ = env.step(np.asarray(action, dtype=np.float32))
+        out["observations"].append(observation)
+        out["rewards"].append(reward)
+        out["terminations"].append(terminated)
+        out["truncations"].append(truncated or (t == len(executed) - 1 and not terminated))
+    return {"observations": np.asarray(out["observations"]), "actions": np.asarray(executed, dtype=np.float32),
+            "rewards": np.asarray(out["rewards"]), "terminations": np.asarray(out["terminations"]),
+            "truncations": np.asarray(out["truncations"])}
+
+
+def episode_metadata(ep: EpisodeData) -> dict:
+    """Our per-episode facts, kept in Minari's episode metadata."""
+    return {"success": bool(ep.success), "max_coverage": float(ep.max_coverage),
+            **({"source": ep.source} if ep.source is not None else {}),
+            **({"appearance": ep.appearance.dumps()} if ep.appearance is not None else {}),
+            **({"task": ep.task} if ep.task_index is not None else {}),
+            **(ep.labels.columns() if ep.labels is not None else {})}
+
+
+def _unshare(path: Path) -> None:
+    """Give each metadata file under `path` an inode of its own: a resumed dataset starts as hard links to the
+    finished one (common/staging.py), and Minari rewrites its metadata in place, which would edit the original."""
+    for file in sorted(path.rglob("*.json")):
+        if file.stat().st_nlink > 1:
+            atomic_write_bytes(file, file.read_bytes())
+
+
+class Writer:
+    """Collects the episodes' transitions; `close` creates the Minari dataset (or adds to it when resuming) through
+    minari's API, then writes our record beside it."""
+
+    def __init__(self, root: Path, image_size: int, use_video: bool = True, perturbed: bool = False) -> None:
+        if perturbed:
+            raise ValueError("a Minari dataset stores the executed actions only, so it cannot keep a burst dataset's "
+                             "clean labels")
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
+        self.buffers: list = []
+        self.metadata: list[dict] = []
+        self.env: gym.Env | None = None
+
+    def add(self, ep: EpisodeData) -> None:
+        from minari.data_collector import EpisodeBuffer
+
+        if self.env is None:
+            self.env = state_env(MAX_EPISODE_STEPS)  # the step limit is the recorded length's: see `transitions`
+        steps = transitions(self.env, ep)
+        self.buffers.append(EpisodeBuffer(seed=ep.seed, **steps))
+        self.metadata.append(episode_metadata(ep))
+
+    def close(self, collection: dict) -> None:
+        import minari
+
+        if not self.buffers:
+            return
+        path = dataset_path(self.root, collection)
+        with _datasets_root(self.root), warnings.catch_warnings():  # its advice for published datasets: not ours
+            if (path / "data").is_dir():  # resuming: added to the episodes there
+                _unshare(path)
+                dataset = minari.MinariDataset((path / "data").resolve())
+                first = dataset.total_episodes
+                dataset.update_dataset_from_buffer(self.buffers)
+            else:
+                full = collection["max_steps"] == MAX_EPISODE_STEPS
+                env = state_env(collection["max_steps"])
+                warnings.filterwarnings("ignore", message=r"`(code_permalink|author_email)` is set to None")
+                dataset = minari.create_dataset_from_buffers(
+                    dataset_id(collection), self.buffers, env=env, eval_env=env,
+                    algorithm_name="pusht_sac collect_dataset.py", author="pusht_sac",
+                    ref_min_score=REF_MIN_SCORE if full else None, ref_max_score=REF_MAX_SCORE if full else None,
+                    data_format="arrow",
+                    description="PushT demonstrations recorded by pusht_sac's collect_dataset.py (states).",
+                    requirements=REQUIREMENTS)
+                first = 0
+            dataset.storage.update_episode_metadata(self.metadata, range(first, first + len(self.metadata)))
+        atomic_write_bytes(self.root / COLLECTION_PATH, (json.dumps(collection, indent=2) + "\n").encode())
+
+
+def is_dataset(root: Path) -> bool:
+    return (root / COLLECTION_PATH).is_file() and (root / NAMESPACE.split("/")[0]).is_dir() and any(
+        (root / NAMESPACE).glob("*-v*/data/metadata.json"))
+
+
+def read_collection(root: Path) -> dict:
+    return read_json(root, COLLECTION_PATH)
+
+
+def write_quality(root: Path, quality: dict) -> None:
+    atomic_write_bytes(root / QUALITY_PATH, (json.dumps(quality, indent=2) + "\n").encode())
+
+
+def open_dataset(root: Path):  # noqa: ANN201 (minari is imported when a Minari dataset is read)
+    """The Minari dataset under `root` (ValueError naming what is missing)."""
+    import minari
+
+    found = sorted((root / NAMESPACE).glob("*-v*/data/metadata.json"))
+    if len(found) != 1:
+        raise ValueError(f"{NAMESPACE}/: holds {len(found)} Minari datasets, a collection writes one")
+    try:
+        return minari.MinariDataset(found[0].parent.resolve())
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{found[0].parent.relative_to(root)}: Minari cannot open it ({err})") from None
+
+
+def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict[str, np.ndarray]]]:
+    """(episode facts, per-frame arrays under the LeRobot names) for every episode; states only (no "image" even
+    with `images`)."""
+    dataset = open_dataset(root)
+    metadata = list(dataset.storage.get_episode_metadata(range(dataset.total_episodes)))
+    for index, (episode, facts) in enumerate(zip(dataset.iterate_episodes(), metadata, strict=True)):
+        observations = np.asarray(episode.observations, dtype=np.float64)[:-1]
+        where = f"{dataset.spec.dataset_id}: episode {index}"
+        row = {"episode_index": index, "seed": int(facts["seed"]), "success": bool(facts["success"]),
+               "max_coverage": float(facts["max_coverage"]), "length": len(episode.actions),
+               **({"source": int(facts["source"])} if "source" in facts else {}),
+               "labels": Labels.from_columns({name: facts[name] for name in LABEL_NAMES if name in facts}, where)}
+        if "appearance" in facts:
+            row["appearance"] = appearance_of(facts["appearance"], where)
+        arrays = {"observation.state": observations[:, :2].astype(np.float32),
+                  "observation.environment_state": keypoints_from_pose(observations[:, 2:5]).astype(np.float32),
+                  "action": np.asarray(episode.actions, dtype=np.float32),
+                  "next.reward": np.asarray(episode.rewards, dtype=np.float32),
+                  "next.success": np.asarray(episode.terminations, dtype=bool)}
+        yield row, arrays
+
+
+def check_metadata(root: Path, collection: dict) -> list[str]:
+    """Minari's dataset metadata against what this writer writes for `collection`: its id, env, spaces' env,
+    normalisation scores and totals."""
+    dataset = open_dataset(root)
+    problems = []
+    spec = dataset.spec
+    if spec.dataset_id != dataset_id(collection):
+        problems.append(f"{spec.dataset_id}: the dataset id is not {dataset_id(collection)!r}, which the record gives")
+    env_spec = spec.env_spec
+    if env_spec is None or env_spec.id != ENV_ID or env_spec.kwargs.get("obs_type") != "state" or (
+            env_spec.max_episode_steps != collection["max_steps"]):
+        problems.append(f"{spec.dataset_id}: its env is not {ENV_ID} (obs_type state) limited to "
+                        f"{collection['max_steps']} steps")
+    full = collection["max_steps"] == MAX_EPISODE_STEPS
+    for key, want in (("ref_min_score", REF_MIN_SCORE if full else None),
+                      ("ref_max_score", REF_MAX_SCORE if full else None)):
+        if dataset.storage.metadata.get(key) != want:
+            problems.append(f"{spec.dataset_id}: {key} is {dataset.storage.metadata.get(key)!r}, the writer writes "
+                            f"{want!r}")
+    metadata = dataset.storage.get_episode_metadata(range(dataset.total_episodes))
+    for index, facts in enumerate(metadata):  # an instruction is drawn from the seed: the one stored must be it
+        want = instructions.episode_task(collection, int(facts["seed"]))[0] if collection.get("instructions") else None
+        if facts.get("task") != want:
+            problems.append(f"{spec.dataset_id}: episode {index}'s task is {facts.get('task')!r}, its seed draws "
+                            f"{want!r}")
+    steps = sum(len(episode.actions) for episode in dataset.iterate_episodes())
+    if spec.total_steps != steps:
+        problems.append(f"{spec.dataset_id}: total_steps is {spec.total_steps}, the episodes hold {steps}")
+    return problems
