@@ -1,6 +1,6 @@
 """The Minari normalisation scores (datasets_io/formats/minari_format.py's REF_MIN_SCORE / REF_MAX_SCORE): the mean
 return (the sum of gym-pusht's raw rewards, as a Minari episode stores them) of uniform random actions and of the
-shipped demonstrator over the protocol's first 100 starts (seeds 100000-100099, 300 steps).
+shipped demonstrator over the protocol's 500 starts (seeds 100000-100499, 300 steps).
 
     python benchmarks/minari_ref_scores.py [POLICY]     # default: assets/policy.pt
 """

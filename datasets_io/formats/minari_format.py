@@ -40,10 +40,10 @@ QUALITY_PATH = "quality.json"
 ENV_ID = "gym_pusht/PushT-v0"
 REQUIREMENTS = ["gym-pusht==0.1.8"]
 # D4RL's normalisation (minari.get_normalized_score): the mean return of uniform random actions and of the shipped
-# demonstrator over the protocol's 100 starts (seeds 100000-100099, 300 steps; docs/experiments.md). Set only on
-# datasets collected at that step limit, where returns are comparable.
-REF_MIN_SCORE = 0.0
-REF_MAX_SCORE = 100.0
+# demonstrator over the protocol's 500 starts (seeds 100000-100499, 300 steps; benchmarks/minari_ref_scores.py,
+# docs/experiments.md). Set only on datasets collected at that step limit, where returns are comparable.
+REF_MIN_SCORE = 1.4291
+REF_MAX_SCORE = 48.6474
 
 
 def dataset_name(collection: dict) -> str:
