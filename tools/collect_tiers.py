@@ -8,8 +8,9 @@ Each tier goes to OUT/<tier>/ through collect_dataset.py (its card records that 
 it), every episode kept and labelled with `--tier` (datasets_io/labels.py); medium-expert is edit_dataset.py's merge
 of OUT/medium and OUT/expert, each episode keeping its own tier. The tiers (datasets_io/tiers.py):
 expert, the shipped demonstrator; medium, assets/medium.pt; random, uniform random actions; expert-noisy, the
-demonstrator with noise bursts executed in every episode and clean labels kept (not in Minari, which stores executed
-actions only). --resume finishes or grows every tier (the mixture is merged again); --overwrite replaces them.
+demonstrator with noise bursts executed in every episode and clean labels kept (Minari: the executed actions, the
+clean labels in the step infos). --resume finishes or grows every tier (the mixture is merged again); --overwrite
+replaces them.
 Exit codes as collect_dataset.py's: the first tier that fails stops the run with its code.
 """
 
@@ -29,7 +30,7 @@ if __name__ == "__main__":  # first: a Ctrl-C while the heavy imports load is ex
 import collect_dataset  # noqa: E402
 import edit_dataset  # noqa: E402
 from common.cli import BadInput, CommandParser, run_command  # noqa: E402
-from datasets_io.collection.plan import MINARI_BURSTS, format_names  # noqa: E402
+from datasets_io.collection.plan import format_names  # noqa: E402
 from datasets_io.formats import FORMATS  # noqa: E402
 from datasets_io.tiers import MIXTURES, NAMES, TIERS, collect_argv, merge_argv, missing_policy, needed  # noqa: E402
 
@@ -64,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
             if (policy := missing_policy(name)) is not None:
                 raise BadInput(f"the {name} tier needs {str(policy)!r}, which this checkout does not have; leave "
                                f"{name} (and the mixtures holding it) out of --tiers")
-        if "minari" in formats and "expert-noisy" in args.tiers:
-            raise BadInput(f"expert-noisy in Minari: {MINARI_BURSTS}")
         shared = [*(["--image-size", str(args.image_size)] if args.image_size is not None else []),
                   *(["--max-steps", str(args.max_steps)] if args.max_steps is not None else [])]
         mode = ["--resume"] if args.resume else ["--overwrite"] if args.overwrite else []

@@ -25,8 +25,6 @@ from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
 
 RERUN = "--resume (to go on from what is saved) or --overwrite (to start again)"  # what replaces a dead run's leftovers
-MINARI_BURSTS = ("a Minari dataset stores the actions the env executed and has no place for a burst dataset's clean "
-                 "labels; write the bursts in another format, or use --action-noise for noisy Minari data")
 EXECUTION_FLAGS = ("--workers", "--ray")  # where a collection runs, never what it writes
 
 
@@ -307,8 +305,6 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
     perturbation = plan_perturbation(args, record)
-    if perturbation.active and "minari" in names:
-        raise BadInput(MINARI_BURSTS)
     burst_driver = None
     if perturbation.learner is not None:
         if load_bursts is None:

@@ -15,7 +15,7 @@ import numpy as np
 from common import parallel
 from common.cli import BadInput, counted
 from datasets_io import folders, formats, instructions, manifest
-from datasets_io.collection.plan import FORMAT_CHOICES, MINARI_BURSTS, format_names, recorded_command
+from datasets_io.collection.plan import FORMAT_CHOICES, format_names, recorded_command
 from datasets_io.editing.episodes import Input, Rendering, in_spec, open_input, parse_spec, unmatched
 from datasets_io.formats import zarr_replay
 from datasets_io.labels import labelled
@@ -228,8 +228,6 @@ def plan_edit(args: EditRequest) -> EditPlan:
         check_input(source)
     names = format_names(args.format) if args.format else (inputs[0].fmt,)
     settings = merged_settings(inputs, args.image_size, names, args.appearance)
-    if "minari" in names and settings.get("perturbation") is not None:
-        raise BadInput(MINARI_BURSTS)
     output = Path(args.output)
     mode = folders.check_output(args.output, args.overwrite, inputs=tuple(source.root for source in inputs)).mode
     # the episodes' facts, one pass over the inputs' low-dimensional data

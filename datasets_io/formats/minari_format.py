@@ -11,8 +11,9 @@ Each episode is the env's own transition sequence, replayed from its seed throug
 the actions), the raw env-unit actions executed, gym-pusht's rewards, terminations (success) and truncations (the
 step limit) as the env gave them; `recover_environment()` makes that env. Its episode metadata holds our per-episode
 facts (success, max coverage, quality labels, look, instruction). States only: no frames (--verify replays the states;
-edit_dataset.py convert renders frames again by replay). Burst datasets are not written: Minari's actions are the
-executed ones and it has no place for clean labels.
+edit_dataset.py convert renders frames again by replay). A burst dataset's actions are the executed targets, as
+offline RL needs; its clean labels and imitation marks are in each step's infos (`action_label`, `imitate`; the
+infos hold one row more than the actions, as the observations do: NaN and False for the last observation).
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import numpy as np
 from common.files import atomic_write_bytes
 from datasets_io import instructions
 from datasets_io.episode import EpisodeData
-from datasets_io.formats.lerobot_common import appearance_of, read_json
+from datasets_io.formats.lerobot_common import EXECUTED_KEY, IMITATE_KEY, appearance_of, read_json
 from datasets_io.labels import LABEL_NAMES, Labels
 from env.pusht_wrapper import MAX_EPISODE_STEPS, keypoints_from_pose
 
 NAMESPACE = "pusht_sac/pusht"
 COLLECTION_PATH = "collection.json"
 QUALITY_PATH = "quality.json"
+LABEL_INFO, IMITATE_INFO = "action_label", "imitate"  # a burst dataset's step infos
 ENV_ID = "gym_pusht/PushT-v0"
 REQUIREMENTS = ["gym-pusht==0.1.8"]
 # D4RL's normalisation (minari.get_normalized_score): the mean return of uniform random actions and of the shipped
@@ -123,9 +125,6 @@ class Writer:
     minari's API, then writes our record beside it."""
 
     def __init__(self, root: Path, image_size: int, use_video: bool = True, perturbed: bool = False) -> None:
-        if perturbed:
-            raise ValueError("a Minari dataset stores the executed actions only, so it cannot keep a burst dataset's "
-                             "clean labels")
         root.mkdir(parents=True, exist_ok=True)
         self.root = root
         self.buffers: list = []
@@ -138,6 +137,10 @@ class Writer:
         if self.env is None:
             self.env = state_env(MAX_EPISODE_STEPS)  # the step limit is the recorded length's: see `transitions`
         steps = transitions(self.env, ep)
+        if ep.executed is not None:  # the clean labels beside the executed targets; a list: Minari's arrow storage
+            # cannot read back a 1-d array of infos
+            steps["infos"] = {LABEL_INFO: np.vstack([ep.action, np.full((1, 2), np.nan, np.float32)]),
+                              IMITATE_INFO: [*map(bool, ep.imitate), False]}
         self.buffers.append(EpisodeBuffer(seed=ep.seed, **steps))
         self.metadata.append(episode_metadata(ep))
 
@@ -209,11 +212,16 @@ def iter_episodes(root: Path, images: bool = False) -> Iterator[tuple[dict, dict
                "labels": Labels.from_columns({name: facts[name] for name in LABEL_NAMES if name in facts}, where)}
         if "appearance" in facts:
             row["appearance"] = appearance_of(facts["appearance"], where)
+        executed = np.asarray(episode.actions, dtype=np.float32)
+        infos = episode.infos or {}
+        labelled = {} if LABEL_INFO not in infos else {
+            "action": np.asarray(infos[LABEL_INFO], dtype=np.float32)[:-1], EXECUTED_KEY: executed,
+            IMITATE_KEY: np.asarray(infos[IMITATE_INFO], dtype=bool)[:-1]}
         arrays = {"observation.state": observations[:, :2].astype(np.float32),
                   "observation.environment_state": keypoints_from_pose(observations[:, 2:5]).astype(np.float32),
-                  "action": np.asarray(episode.actions, dtype=np.float32),
+                  "action": executed,
                   "next.reward": np.asarray(episode.rewards, dtype=np.float32),
-                  "next.success": np.asarray(episode.terminations, dtype=bool)}
+                  "next.success": np.asarray(episode.terminations, dtype=bool), **labelled}
         yield row, arrays
 
 

@@ -1,6 +1,7 @@
 """Minari, the fifth format: written through minari's own API, loaded by minari.load_dataset from the documented
 root, the same rollouts as the other formats (observations, actions, rewards, labels), an env that steps, D4RL's
-normalised score, --verify, --resume without touching the finished dataset, and a burst dataset refused."""
+normalised score, --verify, --resume without touching the finished dataset, and a burst dataset's executed actions
+with its clean labels."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import minari
 import numpy as np
 import pytest
-from conftest import REPO, one_error, run, tree
+from conftest import REPO, run, tree
 
 import collect_dataset
 import edit_dataset
@@ -85,7 +86,18 @@ def test_resume_adds_episodes_and_leaves_the_finished_dataset_untouched(tmp_path
     assert run(collect_dataset.main, ["--verify", str(out)], capsys)[0] == 0
 
 
-def test_a_burst_dataset_is_refused_in_minari_before_any_work(tmp_path: Path, capsys) -> None:
-    code, _, err = run(collect_dataset.main, [*TINY, "--episodes", "1", "--burst-noise", "0.3", "--format",
-                                              "minari", "--output", str(tmp_path / "m")], capsys)
-    assert code == 2 and "Minari" in one_error(err) and not (tmp_path / "m").exists()
+def test_a_burst_dataset_keeps_the_executed_actions_and_its_clean_labels_in_the_infos(tmp_path: Path,
+                                                                                     capsys) -> None:
+    out = tmp_path / "noisy"
+    assert run(collect_dataset.main, [*TINY, "--episodes", "2", "--burst-noise", "0.5", "--clean-share", "0",
+                                      "--burst-gap", "4", "--format", "minari", "zarr", "--output", str(out)],
+               capsys)[0] == 0
+    dataset = minari.MinariDataset(next((out / "minari").rglob("data/metadata.json")).parent)
+    zarr = [arrays for _, arrays in FORMATS["zarr"].iter_episodes(out / "zarr")]
+    for episode, arrays in zip(dataset.iterate_episodes(), zarr, strict=True):
+        np.testing.assert_array_equal(episode.actions, arrays["executed_action"])
+        np.testing.assert_array_equal(episode.infos["action_label"][:-1], arrays["action"])
+        np.testing.assert_array_equal(episode.infos["imitate"][:-1], arrays["imitate"])
+    assert not np.array_equal(zarr[0]["action"], zarr[0]["executed_action"])  # the bursts changed what ran
+    code, out_text, _ = run(collect_dataset.main, ["--verify", str(out)], capsys)
+    assert code == 0, out_text

@@ -9,7 +9,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import REPO, one_error, run
+from conftest import REPO, run
 
 import collect_dataset
 import edit_dataset
@@ -57,10 +57,6 @@ def verified(path: Path, capsys) -> None:
 def check_row(row: tuple[int, ...], tmp_path: Path, capsys) -> None:
     words = [*settings(row), "--keep-failures", "--max-steps", "12", "--episodes", "2"]
     one, two = tmp_path / "one", tmp_path / "two"
-    if "minari" in words and "--burst-noise" in words:  # Minari keeps executed actions only: no clean labels
-        code, _, err = run(collect_dataset.main, [*words, "--output", str(one)], capsys)
-        assert code == 2 and "Minari" in one_error(err) and not one.exists()
-        return
     for out, seed in ((one, "0"), (two, "20")):
         code, _, err = run(collect_dataset.main, [*words, "--start-seed", seed, "--output", str(out)], capsys)
         assert code == 0, err
