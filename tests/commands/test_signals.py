@@ -44,8 +44,9 @@ def _verified(root: Path, verifier: Zygote) -> str | None:
 
 
 def _episodes(root: Path) -> int:
-    import zarr
-    return len(zarr.open_group(str(root), mode="r")["meta"]["episode_ends"])
+    from datasets_io import formats
+
+    return sum(1 for _ in formats.FORMATS[formats.detect(root)].iter_episodes(root, False))
 
 
 def collect_complete(folder: Path, code: int, _out: str, verifier: Zygote) -> str | None:
@@ -99,6 +100,10 @@ SCENARIOS = {
                                                    "out", "--appearance", "full", "--instructions", "paraphrase",
                                                    "--looks-per-trajectory", "2"],
                                collect_complete, collect_whole_trajectories),
+    "collect labelled minari": Scenario("collect_dataset", ["--policy", "random", "--episodes", "4", "--keep-failures",
+                                                            "--max-steps", "30", "--format", "minari", "--tier",
+                                                            "random", "--output", "out"], collect_complete,
+                                        collect_kept),
     "verify": Scenario("collect_dataset", ["--verify", "ds"], verify_complete),
     "edit new look": Scenario("edit_dataset", ["convert", "ds", "--format", "zarr", "--appearance", "colors",
                                                "--output", "out"], edit_complete),
