@@ -1,7 +1,7 @@
 """Edit demonstration datasets without collecting them again: select, split, change format or image size, merge.
 
     python edit_dataset.py select IN --output OUT [--episodes SPEC] [--seeds SPEC] [--max-steps N] [--drop-flagged]
-                                     [--format F ...] [--image-size S]
+                                     [--min-return R] [--format F ...] [--image-size S]
     python edit_dataset.py split IN --output OUT --fractions NAME=F [NAME=F ...] [--seed S]    # writes OUT/NAME
     python edit_dataset.py convert IN --output OUT --format F [F ...] [--image-size S] [--appearance LEVEL]
                                       [--looks-per-trajectory K]
@@ -11,8 +11,9 @@
 IN is a dataset folder collect_dataset.py wrote, in any of its formats (a folder of several formats: pass one of its
 sub-folders), or a Diffusion Policy replay zarr such as the human reference, whose episodes have no seed: they are
 copied frame by frame at their own size, into zarr only. SPEC lists episode indices or seeds as `0:100,150,170:180`
-(START:STOP leaves STOP out, as Python does). --max-steps keeps the episodes of at most N steps; --drop-flagged
-drops those dataset_report.py flags as unusable (recorded failures and episodes whose replay fails). split deals the
+(START:STOP leaves STOP out, as Python does). --max-steps keeps the episodes of at most N steps; --min-return the
+labelled episodes whose return is at least R (collect_dataset.py --tier); --drop-flagged drops those dataset_report.py
+flags as unusable (recorded failures and episodes whose replay fails). split deals the
 trajectories out at random (fixed by --seed) in the given fractions; every part is a complete dataset, the parts are
 disjoint and together hold every episode. The looks of one trajectory (collect_dataset.py --looks-per-trajectory,
 or one seed merged at several levels) stay together: split never deals them to two parts, select refuses to keep
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--episodes", metavar="SPEC", help="episode indices to keep, e.g. 0:100,150,170:180")
             sub.add_argument("--seeds", metavar="SPEC", help="seeds to keep, e.g. 0:100,150")
             sub.add_argument("--max-steps", type=int, metavar="N", help="keep only episodes of at most N steps")
+            sub.add_argument("--min-return", type=float, metavar="R",
+                             help="keep only episodes whose quality label's return is at least R (a labelled "
+                                  "dataset: collect_dataset.py --tier)")
             sub.add_argument("--drop-flagged", action="store_true",
                              help="drop recorded failures and episodes whose replay fails (dataset_report.py's flags)")
         if name == "merge":

@@ -37,6 +37,7 @@ class Fact(NamedTuple):
     source: int  # its source's index among its input's sources()
     level: str  # the level it will be drawn at in the output
     copy: int  # which of its trajectory's looks it is (0 but in a dataset of several looks per trajectory)
+    episode_return: float | None  # its quality label's return (None: an unlabelled dataset's)
 
 
 @dataclass
@@ -53,6 +54,7 @@ class EditRequest:
     episodes: str | None = None
     seeds: str | None = None
     max_steps: int | None = None
+    min_return: float | None = None  # select: keep episodes whose labelled return is at least this
     drop_flagged: bool = False
     fractions: list[str] | None = None
     seed: int = 0
@@ -232,7 +234,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
     mode = folders.check_output(args.output, args.overwrite, inputs=tuple(source.root for source in inputs)).mode
     # the episodes' facts, one pass over the inputs' low-dimensional data
     facts = [Fact(s, ep.index, ep.seed, ep.length, source.source_of(ep),
-                  args.appearance or (ep.appearance.level if ep.appearance is not None else "none"), ep.copy)
+                  args.appearance or (ep.appearance.level if ep.appearance is not None else "none"), ep.copy,
+                  None if ep.labels is None else ep.labels.episode_return)
              for s, source in enumerate(inputs) for ep in source.episodes(s)]
     sources, remap = provenance(inputs) if args.command == "merge" or any(
         "sources" in source.collection for source in inputs) else (None, None)
@@ -242,6 +245,10 @@ def plan_edit(args: EditRequest) -> EditPlan:
     groups = trajectories(inputs, facts)
     dropped = flagged(inputs) if args.drop_flagged else set()
     dropped = {member for group in groups if dropped & set(group) for member in group}  # a trajectory goes whole
+    if args.min_return is not None and (unlabelled := next((source for source in inputs
+                                                           if not labelled(source.collection)), None)):
+        raise BadInput(f"--min-return reads the quality labels and {str(unlabelled.path)!r} has none; collect it with "
+                       f"collect_dataset.py --tier")
     if args.drop_flagged:  # say what it did: the flagged episodes are dataset_report.py's page's "flagged" rows
         print(f"--drop-flagged: {counted(len(dropped), 'flagged episode')} dropped (recorded failures and failed "
               f"replays){': ' + ', '.join(str(index) for _, index in sorted(dropped)[:10]) if dropped else ''}"
@@ -258,7 +265,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
                                f"was written")
         route = {(f.input, f.index): 0 for f in facts
                  if in_spec(f.index, episodes) and in_spec(f.seed, seeds) and (f.input, f.index) not in dropped
-                 and (args.max_steps is None or f.length <= args.max_steps)}
+                 and (args.max_steps is None or f.length <= args.max_steps)
+                 and (args.min_return is None or f.episode_return >= args.min_return)}
         if not route:
             raise BadInput(f"the selection keeps no episode of the {len(facts)}; nothing was written")
         refuse_cut_trajectories(groups, route, facts)
@@ -327,7 +335,7 @@ def refuse_duplicates(inputs: list[Input], facts: list[Fact], sources: list[dict
     trajectory's looks, is another look of it: augmentation)."""
     first: dict[tuple, tuple[int, int]] = {}
     twice = []
-    for s, index, seed, _, k, level, copy in facts:
+    for s, index, seed, _, k, level, copy, _ in facts:
         if seed == zarr_replay.NO_SEED:
             continue  # not collected: nothing says two copies are one episode
         entry = sources[remap[s, k]]

@@ -1,5 +1,6 @@
 """Per-episode quality labels (--tier): written equal in every format, recomputed by --verify (an edited label fails
-it with the manifest re-hashed), kept by --resume and by every edit, and never mixed with unlabelled episodes."""
+it with the manifest re-hashed), kept by --resume and by every edit, selected on (select --min-return), and never
+mixed with unlabelled episodes."""
 
 from __future__ import annotations
 
@@ -119,8 +120,17 @@ def test_a_merge_keeps_each_episodes_own_labels_and_refuses_unlabelled_ones(expe
             ("expert", 0.0), ("expert", 0.0), ("random-noisy", np.float32(0.3)), ("random-noisy", np.float32(0.3))]
     code, out, _ = run(collect_dataset.main, ["--verify", str(mixed)], capsys)
     assert code == 0, out
+    returns = [label.episode_return for label, _, _ in stored(mixed / "lerobot")]
+    threshold = max(returns)  # keeps the best episode only
+    kept = tmp_path / "kept"
+    assert run(edit_dataset.main, ["select", str(mixed / "lerobot"), "--min-return", str(threshold), "--output",
+                                   str(kept)], capsys)[0] == 0
+    assert [label.episode_return for label, _, _ in stored(kept)] == [threshold]
     plain = tmp_path / "plain"
     assert run(collect_dataset.main, [*TINY[:-4], "--episodes", "1", "--start-seed", "60", "--format", "zarr",
                                       "--output", str(plain)], capsys)[0] == 0
     code, _, err = run(edit_dataset.main, ["merge", str(noisy), str(plain), "--output", str(tmp_path / "m")], capsys)
     assert code == 2 and "quality labels" in one_error(err) and not (tmp_path / "m").exists()
+    code, _, err = run(edit_dataset.main, ["select", str(plain), "--min-return", "1", "--output",
+                                           str(tmp_path / "s")], capsys)
+    assert code == 2 and "--min-return" in one_error(err) and not (tmp_path / "s").exists()
