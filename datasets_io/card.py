@@ -88,7 +88,7 @@ def read_facts(fmt: str, root: Path) -> dict:
     if fmt == "minari":
         spec = minari_format.open_dataset(root).spec
         return {"episodes": spec.total_episodes, "frames": spec.total_steps, "fps": FPS,
-                "features": [("observations", "float64", [5]), ("actions", "float32", [2]), ("rewards", "float64", []),
+                "features": [("observations", "float64", [5]), ("actions", "float32", [2]), ("rewards", "float32", []),
                              ("terminations", "bool", []), ("truncations", "bool", [])],
                 "version": f"Minari dataset {spec.dataset_id} (minari {spec.minari_version}, arrow)"}
     info = lerobot_common.read_json(root, rlds.INFO_PATH)

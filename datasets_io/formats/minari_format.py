@@ -99,7 +99,9 @@ def transitions(env: gym.Env, ep: EpisodeData) -> dict[str, np.ndarray]:
         out["terminations"].append(terminated)
         out["truncations"].append(truncated or (t == len(executed) - 1 and not terminated))
     return {"observations": np.asarray(out["observations"]), "actions": np.asarray(executed, dtype=np.float32),
-            "rewards": np.asarray(out["rewards"]), "terminations": np.asarray(out["terminations"]),
+            # float32, as every format stores them: GEOS's areas, hence the rewards, can differ in the last bit of a
+            # float64 between processes, and a dataset is the same bytes however many workers recorded it
+            "rewards": np.asarray(out["rewards"], dtype=np.float32), "terminations": np.asarray(out["terminations"]),
             "truncations": np.asarray(out["truncations"])}
 
 
