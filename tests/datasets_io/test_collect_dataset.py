@@ -251,10 +251,14 @@ def test_resume_takes_episodes_as_the_datasets_total(tmp_path: Path, capsys) -> 
 
 
 def test_workers_give_identical_files(tmp_path: Path, capsys) -> None:
-    one = collect(tmp_path / "one", capsys, "--action-noise", "0.2", "--format", "both")
-    two = collect(tmp_path / "two", capsys, "--action-noise", "0.2", "--format", "both", "--workers", "2")
+    formats = ["--format", "lerobot", "zarr", "minari"]
+    one = collect(tmp_path / "one", capsys, "--action-noise", "0.2", *formats)
+    two = collect(tmp_path / "two", capsys, "--action-noise", "0.2", *formats, "--workers", "2")
+    minari = sorted(path.relative_to(one).as_posix() for path in (one / "minari").rglob("data/**/*")
+                    if path.is_file())
+    assert len(minari) == 3 * 2 + 1  # each episode's arrow and metadata, the dataset's metadata
     for relative in ("lerobot/data/chunk-000/file-000.parquet", "lerobot/meta/episodes/chunk-000/file-000.parquet",
-                     "lerobot/videos/observation.image/chunk-000/file-000.mp4", "zarr/data/img/0.0.0.0"):
+                     "lerobot/videos/observation.image/chunk-000/file-000.mp4", "zarr/data/img/0.0.0.0", *minari):
         assert (one / relative).read_bytes() == (two / relative).read_bytes(), relative
 
 
