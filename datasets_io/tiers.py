@@ -14,7 +14,7 @@ from pathlib import Path
 from common.files import CHECKOUT
 from protocol.loading import DEFAULT_POLICY
 
-MEDIUM_POLICY = Path("assets/medium.pt")
+MEDIUM_POLICY = Path("assets/policy_medium.pt")
 SEED_BLOCK = 1_000_000  # tier k collects from seed k * SEED_BLOCK on (the evaluation seeds lie below the first)
 BURST_NOISE = 0.5  # expert-noisy's burst std in [-1, 1] action units: perturbed executions, clean labels
 

@@ -7,7 +7,7 @@
 Each tier goes to OUT/<tier>/ through collect_dataset.py (its card records that command: the tier is rebuilt with
 it), every episode kept and labelled with `--tier` (datasets_io/labels.py); medium-expert is edit_dataset.py's merge
 of OUT/medium and OUT/expert, each episode keeping its own tier. The tiers (datasets_io/tiers.py):
-expert, the shipped demonstrator; medium, assets/medium.pt; random, uniform random actions; expert-noisy, the
+expert, the shipped demonstrator; medium, assets/policy_medium.pt; random, uniform random actions; expert-noisy, the
 demonstrator with noise bursts executed in every episode and clean labels kept (Minari: the executed actions, the
 clean labels in the step infos). --resume finishes or grows every tier (the mixture is merged again); --overwrite
 replaces them.

@@ -1,5 +1,6 @@
 """tools/collect_tiers.py: each tier a labelled dataset that --verify passes, from its own block of seeds, with its
-Minari id; a request that cannot be made is refused in one line before any work."""
+Minari id, medium-expert the merge keeping each episode's tier; a request that cannot be made is refused in one line
+before any work."""
 
 from __future__ import annotations
 
@@ -19,17 +20,22 @@ import collect_tiers  # noqa: E402
 
 def test_each_tier_is_a_labelled_dataset_from_its_own_seeds(tmp_path: Path, capsys) -> None:
     out = tmp_path / "tiers"
-    code, _, err = run(collect_tiers.main, [str(out), "--tiers", "expert", "random", "--episodes", "2", "--max-steps",
-                                            "30", "--image-size", "64", "--format", "zarr", "minari"], capsys)
+    code, _, err = run(collect_tiers.main, [str(out), "--tiers", "random", "medium-expert", "--episodes", "2",
+                                            "--max-steps", "30", "--image-size", "64", "--format", "zarr", "minari"],
+                       capsys)
     assert code == 0, err
     seeds = {}
-    for tier in ("expert", "random"):
+    for tier in ("expert", "medium", "random"):
         assert run(collect_dataset.main, ["--verify", str(out / tier)], capsys)[0] == 0
         facts = [facts for facts, _ in FORMATS["zarr"].iter_episodes(out / tier / "zarr")]
         assert {f["labels"].tier for f in facts} == {tier}
         seeds[tier] = {f["seed"] for f in facts}
         assert open_dataset(out / tier / "minari").spec.dataset_id == f"pusht_sac/pusht/{tier}-v0"
-    assert not seeds["expert"] & seeds["random"]
+    assert not seeds["expert"] & seeds["random"] and not seeds["expert"] & seeds["medium"]
+    assert run(collect_dataset.main, ["--verify", str(out / "medium-expert")], capsys)[0] == 0
+    merged = [facts["labels"].tier for facts, _ in FORMATS["zarr"].iter_episodes(out / "medium-expert" / "zarr")]
+    assert merged == ["medium", "medium", "expert", "expert"]
+    assert open_dataset(out / "medium-expert" / "minari").spec.dataset_id == "pusht_sac/pusht/medium-expert-v0"
 
 
 @pytest.mark.parametrize(("argv", "said"), [(["--episodes", "0"], "--episodes"),
