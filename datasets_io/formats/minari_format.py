@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -34,6 +35,9 @@ from datasets_io.episode import EpisodeData
 from datasets_io.formats.lerobot_common import EXECUTED_KEY, IMITATE_KEY, appearance_of, read_json
 from datasets_io.labels import LABEL_NAMES, Labels
 from env.pusht_wrapper import MAX_EPISODE_STEPS, keypoints_from_pose
+
+if TYPE_CHECKING:
+    import minari
 
 NAMESPACE = "pusht_sac/pusht"
 COLLECTION_PATH = "collection.json"
@@ -187,8 +191,9 @@ def write_quality(root: Path, quality: dict) -> None:
     atomic_write_bytes(root / QUALITY_PATH, (json.dumps(quality, indent=2) + "\n").encode())
 
 
-def open_dataset(root: Path):  # noqa: ANN201 (minari is imported when a Minari dataset is read)
-    """The Minari dataset under `root` (ValueError naming what is missing)."""
+def open_dataset(root: Path) -> minari.MinariDataset:
+    """The Minari dataset under `root` (ValueError naming what is missing). minari is imported here, when a Minari
+    dataset is read or written, not by every command that imports the formats."""
     import minari
 
     found = sorted((root / NAMESPACE).glob("*-v*/data/metadata.json"))
