@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import run_script, tree
+from conftest import REPO, run_script, tree
 from torch.utils.tensorboard import SummaryWriter
 
 from common.files import atomic_save
@@ -27,8 +27,6 @@ def test_export_policy_keeps_the_actor_and_refuses_to_overwrite(tmp_path):
 
 def test_export_policy_never_replaces_the_shipped_demonstrator_unless_told(tmp_path):
     """assets/policy.pt is every command's default policy: --overwrite alone does not replace it."""
-    from conftest import REPO
-
     shipped = REPO / "assets" / "policy.pt"
     before = shipped.read_bytes()
     result = run_script("tools/export_policy.py", str(shipped), str(shipped), "--overwrite")
@@ -144,7 +142,9 @@ def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(t
 
 def test_a_tools_usage_error_is_one_line_and_exit_2():
     """argparse's own refusals (an unknown option, a missing argument) keep the commands' contract in the tools too."""
-    for tool in ("tools/check_readers.py", "tools/export_policy.py", "tools/plot_curves.py", "tools/plot_scaling.py"):
+    tools = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "tools").glob("*.py"))  # every one, new ones too
+    assert "tools/collect_tiers.py" in tools
+    for tool in tools:
         for argv in (["--no-such-option"], ["--output"]):
             result = run_script(tool, *argv)
             assert result.returncode == 2 and result.stderr.startswith("error: "), (tool, argv, result.stderr)
