@@ -142,7 +142,7 @@ def test_plot_scaling_draws_the_learning_curve_from_reports_at_several_budgets(t
 
 def test_a_tools_usage_error_is_one_line_and_exit_2():
     """argparse's own refusals (an unknown option, a missing argument) keep the commands' contract in the tools too."""
-    tools = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "tools").glob("*.py"))  # every one, new ones too
+    tools = sorted(path.relative_to(REPO).as_posix() for path in (REPO / "tools").glob("*.py"))  # each, new ones too
     assert "tools/collect_tiers.py" in tools
     for tool in tools:
         for argv in (["--no-such-option"], ["--output"]):
