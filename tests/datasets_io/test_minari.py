@@ -5,6 +5,7 @@ with its clean labels."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from conftest import REPO, run, tree
 
 import collect_dataset
 import edit_dataset
+from datasets_io import manifest
 from datasets_io.formats import FORMATS
 from datasets_io.formats.minari_format import REF_MAX_SCORE, REF_MIN_SCORE
 
@@ -69,6 +71,17 @@ def test_verify_replays_minari_and_convert_renders_its_frames(expert: Path, tmp_
     ours = [frames["action"] for _, frames in FORMATS["zarr"].iter_episodes(converted)]
     theirs = [frames["action"] for _, frames in FORMATS["zarr"].iter_episodes(expert / "zarr")]
     assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def test_an_edited_label_fails_verify_with_the_manifest_rehashed(expert: Path, tmp_path: Path, capsys) -> None:
+    root = Path(shutil.copytree(expert / "minari", tmp_path / "minari"))
+    metadata = next(root.rglob("data/0/metadata.json"))
+    facts = json.loads(metadata.read_text())
+    facts["return"] += 1
+    metadata.write_text(json.dumps(facts))
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1 and "checksums OK" in out and "quality labels differ" in out, out
 
 
 def test_resume_adds_episodes_and_leaves_the_finished_dataset_untouched(tmp_path: Path, capsys) -> None:
