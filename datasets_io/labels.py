@@ -20,7 +20,6 @@ import numpy as np
 
 RANDOM_POLICY = "random"  # the policy label of uniform random actions
 TIER = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")  # a tier name: short, lower case, safe in every format and file name
-SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def tier_problem(name: str) -> str | None:

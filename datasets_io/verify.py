@@ -257,7 +257,7 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
             continue
         level = "none" if look is None else look.level
         executed = executed_targets(recorded)
-        sim = replay(env, facts["seed"], executed, render=True, look=look)
+        sim = replay(env, facts["seed"], executed, render="image" in recorded, look=look)  # Minari: states only
         tolerance = (0.0, 0.0) if not lossy else (VIDEO_TOLERANCE, VIDEO_EPISODE_TOLERANCE) if level == "none" else (
             VARIED_VIDEO_TOLERANCE, VARIED_VIDEO_EPISODE_TOLERANCE)
         if "image" in recorded:  # a states-only format (Minari) has none

@@ -51,7 +51,7 @@ class Collector:
 
     def __call__(self, seed: int) -> list[EpisodeData]:
         """The seed's trajectory as the episodes the writers take: one per look."""
-        return [formats.prepare(labelled(instructed(episode, self.job.instructions), self.job.provenance),
+        return [formats.prepare(with_labels(instructed(episode, self.job.instructions), self.job.provenance),
                                 self.job.formats, self.job.use_video) for episode in self.record(seed)]
 
     def record(self, seed: int) -> list[EpisodeData]:
@@ -80,7 +80,7 @@ def instructed(episode: EpisodeData, sentences: tuple[str, ...] | None) -> Episo
     return episode if index is None else replace(episode, task=sentences[index], task_index=index)
 
 
-def labelled(episode: EpisodeData, provenance: Provenance | None) -> EpisodeData:
+def with_labels(episode: EpisodeData, provenance: Provenance | None) -> EpisodeData:
     """The episode with its quality labels: the collection's provenance and its own outcome (None: unlabelled)."""
     return episode if provenance is None else replace(
         episode, labels=label(provenance, episode.reward, episode.is_success))

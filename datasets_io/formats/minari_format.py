@@ -179,8 +179,7 @@ class Writer:
 
 
 def is_dataset(root: Path) -> bool:
-    return (root / COLLECTION_PATH).is_file() and (root / NAMESPACE.split("/")[0]).is_dir() and any(
-        (root / NAMESPACE).glob("*-v*/data/metadata.json"))
+    return (root / COLLECTION_PATH).is_file() and any((root / NAMESPACE).glob("*-v*/data/metadata.json"))
 
 
 def read_collection(root: Path) -> dict:
