@@ -50,9 +50,10 @@ LOADERS = {
     "minari": [("Minari ≥ 0.5 (offline RL; TorchRL's MinariExperienceReplay)",
                 'MINARI_DATASETS_PATH=NAME python -c "import minari; ds = minari.load_dataset(\'DATASET_ID\')"')],
 }
+LOADERS["minari-pixels"] = LOADERS["minari"]
 PROJECT_LOADER = ("this project", "python dataset_report.py NAME; python collect_dataset.py --verify NAME")
 TITLES = {"lerobot": "LeRobot v3.0", "lerobot-v2.1": "LeRobot v2.1", "zarr": "Diffusion Policy zarr",
-          "rlds": "RLDS", "minari": "Minari"}
+          "rlds": "RLDS", "minari": "Minari", "minari-pixels": "Minari, pixels"}
 
 
 def _rlds_features(node: dict, prefix: str = "") -> list[tuple[str, str, list[int]]]:
@@ -85,10 +86,15 @@ def read_facts(fmt: str, root: Path) -> dict:
         return {"episodes": len(ends), "frames": int(ends[-1]), "fps": FPS, "features": features,
                 "version": f"Diffusion Policy replay zarr (zarr format {version}, the `pusht_cchi_v7_replay.zarr` "
                            f"layout)"}
-    if fmt == "minari":
-        spec = minari_format.open_dataset(root).spec
+    if fmt.startswith("minari"):
+        pixels = fmt == "minari-pixels"
+        spec = minari_format.open_dataset(root, pixels).spec
+        size = minari_format.read_collection(root)["image_size"]
+        observations = [("observations/pixels", "uint8", [size, size, 3]), ("observations/agent_pos", "float64", [2]),
+                        (f"infos/{minari_format.STATE_INFO}", "float64", [5])] if pixels else [
+            ("observations", "float64", [5])]
         return {"episodes": spec.total_episodes, "frames": spec.total_steps, "fps": FPS,
-                "features": [("observations", "float64", [5]), ("actions", "float32", [2]), ("rewards", "float32", []),
+                "features": [*observations, ("actions", "float32", [2]), ("rewards", "float32", []),
                              ("terminations", "bool", []), ("truncations", "bool", [])],
                 "version": f"Minari dataset {spec.dataset_id} (minari {spec.minari_version}, arrow)"}
     info = lerobot_common.read_json(root, rlds.INFO_PATH)
@@ -197,7 +203,7 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
     rows += [(label, _number(quality[key], digits, percent),
               *((_number(reference[key], digits, percent),) if reference else ()))
              for label, key, digits, percent in QUALITY_ROWS]
-    dataset_id = minari_format.dataset_id(collection)
+    dataset_id = minari_format.dataset_id(collection, pixels=fmt == "minari-pixels")
     stored = "`meta/quality.json`" if lerobot else "the `quality` attribute" if fmt == "zarr" else "`quality.json`"
     source = (f" The human reference is Diffusion Policy's PushT demonstrations, as this repository's "
               f"`{REFERENCE_RECORD}` records them." if reference else "")
@@ -228,11 +234,13 @@ APPEARANCE_FIELD = {"lerobot": "the `appearance` column of `meta/episodes/` (one
                     "zarr": "`meta/episode_appearance` (one row of numbers an episode, laid out as pusht_sac's "
                             "`env/appearance.py` says)",
                     "minari": "the `appearance` key of each episode's metadata (one line of JSON)"}
+APPEARANCE_FIELD["minari-pixels"] = APPEARANCE_FIELD["minari"]
 LABEL_FIELD = {"lerobot": "columns of `meta/episodes/` (filter the episodes on them)",
                "lerobot-v2.1": "keys of each line of `meta/episodes.jsonl`",
                "rlds": "`episode_metadata/<label>` features",
                "zarr": "`meta/episode_<label>` arrays (text as fixed-width bytes)",
                "minari": "keys of each episode's metadata (`dataset.storage.get_episode_metadata`)"}
+LABEL_FIELD["minari-pixels"] = LABEL_FIELD["minari"]
 LEVEL_TEXT = {"colors": "the colours of the board, block, agent, goal region and walls, and the brightness and "
                         "contrast",
               "full": "the colours of the board, block, agent, goal region and walls, the brightness and contrast, "
@@ -245,6 +253,7 @@ INSTRUCTION_FIELD = {"lerobot": "its task (`meta/tasks.parquet`, each frame's `t
                      "rlds": "every step's `language_instruction`",
                      "zarr": "`meta/episode_instruction` (the sentence's number in the list below, from 0)",
                      "minari": "the `task` key of each episode's metadata"}
+INSTRUCTION_FIELD["minari-pixels"] = INSTRUCTION_FIELD["minari"]
 
 
 def _task_cell(collection: dict) -> str:

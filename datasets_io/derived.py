@@ -39,7 +39,7 @@ from datasets_io.statistics import motion_statistics
 
 TOLERANCE = 1e-6
 QUALITY = {"lerobot": lerobot_v30.QUALITY_PATH, "lerobot-v2.1": lerobot_v21.QUALITY_PATH, "rlds": rlds.QUALITY_PATH,
-           "minari": minari_format.QUALITY_PATH}
+           "minari": minari_format.QUALITY_PATH, "minari-pixels": minari_format.QUALITY_PATH}
 
 
 def problems(root: Path, fmt: str, collection: dict) -> list[str]:
@@ -227,13 +227,14 @@ def rlds_step_problems(root: Path, collection: dict) -> list[str]:
 
 
 def _record_path(fmt: str) -> str:
-    return {"zarr": "collection attribute", "rlds": "collection.json", "minari": minari_format.COLLECTION_PATH}.get(
-        fmt, "meta/collection.json")
+    return {"zarr": "collection attribute", "rlds": "collection.json", "minari": minari_format.COLLECTION_PATH,
+            "minari-pixels": minari_format.COLLECTION_PATH}.get(fmt, "meta/collection.json")
 
 
 # where each format keeps an episode's `source`
 SOURCE_PATH = {"lerobot": "meta/episodes", "lerobot-v2.1": lerobot_v21.EPISODES_PATH, "zarr": "meta/episode_source",
-               "rlds": f"{rlds.SHARD_GLOB} (episode_metadata/source)", "minari": "episode metadata (source)"}
+               "rlds": f"{rlds.SHARD_GLOB} (episode_metadata/source)", "minari": "episode metadata (source)",
+               "minari-pixels": "episode metadata (source)"}
 
 
 def record_problems(fmt: str, collection: dict, episodes: list[tuple]) -> list[str]:

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                                                      [*shared, "--workers", str(args.workers), *mode]))
             if code:
                 return code
-        source = next((name for name in formats if name != "minari"), formats[0])
+        source = next((name for name in formats if not name.startswith("minari")), formats[0])
         for name in (name for name in MIXTURES if name in args.tiers):
             print(f"== tier {name}: {' and '.join(MIXTURES[name])}, merged", file=sys.stderr)
             merged = ["--image-size", str(args.image_size)] if args.image_size is not None else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -61,6 +62,10 @@ FORMATS: dict[str, DatasetFormat] = {f.name: f for f in (
     DatasetFormat("minari", "Minari", minari_format.Writer, minari_format.is_dataset, minari_format.read_collection,
                   minari_format.write_quality, minari_format.iter_episodes, lambda root: False,
                   (minari_format.COLLECTION_PATH,), minari_format.check_metadata),
+    DatasetFormat("minari-pixels", "Minari (pixels)", partial(minari_format.Writer, pixels=True),
+                  partial(minari_format.is_dataset, pixels=True), minari_format.read_collection,
+                  minari_format.write_quality, partial(minari_format.iter_episodes, pixels=True), lambda root: False,
+                  (minari_format.COLLECTION_PATH,), partial(minari_format.check_metadata, pixels=True)),
 )}
 BOTH = ("lerobot", "zarr")  # what `--format both` stands for
 

@@ -114,3 +114,25 @@ def test_a_burst_dataset_keeps_the_executed_actions_and_its_clean_labels_in_the_
     assert not np.array_equal(zarr[0]["action"], zarr[0]["executed_action"])  # the bursts changed what ran
     code, out_text, _ = run(collect_dataset.main, ["--verify", str(out)], capsys)
     assert code == 0, out_text
+
+
+def test_minari_pixels_holds_the_frames_of_the_other_formats_in_each_episodes_look(tmp_path: Path, capsys) -> None:
+    """`minari-pixels`: gym-pusht's pixels_agent_pos observations, the frames zarr stores byte for byte (a varied
+    look's included), an env that makes them, --verify replaying it, and the edits reading it back into another
+    format."""
+    out = tmp_path / "px"
+    assert run(collect_dataset.main, [*TINY, "--episodes", "2", "--appearance", "full", "--format", "minari-pixels",
+                                      "zarr", "--output", str(out)], capsys)[0] == 0
+    dataset = minari.MinariDataset(next((out / "minari-pixels").rglob("data/metadata.json")).parent)
+    assert dataset.spec.dataset_id == "pusht_sac/pusht-pixels/demonstrations-v0"
+    assert dataset.recover_environment().observation_space["pixels"].shape == (64, 64, 3)
+    zarr = [arrays for _, arrays in FORMATS["zarr"].iter_episodes(out / "zarr", True)]
+    for episode, arrays in zip(dataset.iterate_episodes(), zarr, strict=True):
+        np.testing.assert_array_equal(episode.observations["pixels"][:-1], arrays["image"])
+        np.testing.assert_allclose(episode.observations["agent_pos"][:-1], arrays["state"][:, :2], atol=1e-4)
+        np.testing.assert_array_equal(episode.actions, arrays["action"])
+    assert run(collect_dataset.main, ["--verify", str(out)], capsys)[0] == 0
+    converted = tmp_path / "lerobot"
+    assert run(edit_dataset.main, ["convert", str(out / "minari-pixels"), "--format", "lerobot", "--output",
+                                   str(converted)], capsys)[0] == 0
+    assert run(collect_dataset.main, ["--verify", str(converted)], capsys)[0] == 0
