@@ -6,7 +6,7 @@
                               [--image-size 96] [--no-video] [--max-steps 300] [--appearance LEVEL]
                               [--looks-per-trajectory K] [--instructions fixed|paraphrase|FILE]
                               [--burst-noise SIGMA [--burst-steps 8] [--burst-gap 32] [--clean-share 0.5]]
-                              [--tier NAME]
+                              [--tier NAME] [--play]
     python collect_dataset.py --verify DIR [--checkpoint PATH]
 
 One episode per seed, seeds start, start + 1, ... (never the evaluation seeds 100000-100499). The policy acts
@@ -21,6 +21,10 @@ By default only successful episodes are kept, trying further seeds (at most --ma
 Default policy: the shipped demonstrator assets/policy.pt (as evaluate.py's), or the newest checkpoint in a
 --checkpoint-dir given.
 --max-steps shortens the 300-step episode limit and is meant for small test datasets.
+--play records a training run's own episodes instead of its policy's rollouts (D4RL's medium-replay): --checkpoint is
+a policy file that carries them (tools/export_policy.py --episodes, from a checkpoint's replay buffer), seed k is the
+run's training episode k, started as the run started it (its seed and curriculum, env/starts.py) and played with the
+decisions it took, checked against the run's own observations as it goes.
 --format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds (`both`: lerobot and zarr);
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
 included (datasets_io/verify.py).
@@ -49,7 +53,7 @@ from dataclasses import fields
 from functools import partial
 from pathlib import Path
 
-from common.cli import CommandParser, check_finite, run_command
+from common.cli import BadInput, CommandParser, check_finite, run_command
 from common.parallel import MAX_WORKERS
 from datasets_io.collection.perturbation import DriverFactory
 from datasets_io.collection.plan import (
@@ -138,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "NAME (e.g. expert, medium, random), the acting policy's SHA-256, the noise scales, its "
                              "return and steps to success, beside its success and max coverage, in every format; "
                              "--verify recomputes them (default: no labels; with --resume: the dataset's own)")
+    parser.add_argument("--play", action="store_true",
+                        help="record the training episodes the --checkpoint file carries (tools/export_policy.py "
+                             "--episodes): seed k is the run's episode k, from its own start, with its own decisions "
+                             "(default: the policy acts; with --resume: the dataset's own)")
     parser.add_argument("--image-size", type=int, help="square render size in pixels (default 96; e.g. 224 for VLAs)")
     parser.add_argument("--no-video", action="store_true",
                         help="LeRobot v3.0 / v2.1: PNG frames in the parquet, not video")
@@ -160,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         check_finite(args)
         if args.verify is not None:
+            if not args.verify.strip():
+                raise BadInput("--verify '' names no folder; pass a dataset folder (or . for this one)")
             return run_verify(Path(args.verify), args.checkpoint)
         command = recorded_command(sys.argv[1:] if argv is None else argv)
         request = CollectionRequest(**{f.name: getattr(args, f.name) for f in fields(CollectionRequest)

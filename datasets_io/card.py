@@ -169,7 +169,11 @@ def build_card(name: str, fmt: str, facts: dict, collection: dict, quality: dict
     perturbation = collection.get("perturbation")
     lines = [*front, "---", "", f"# {name}: PushT demonstrations ({TITLES[fmt]})", "",
              f"{episodes:,} episodes of gym-pusht's PushT task ({collection['env_id']}) recorded by pusht_sac's "
-             f"`collect_dataset.py` from a policy's rollouts, one episode per seed ({seeds}). A frame is the "
+             f"`collect_dataset.py` from " + (
+                 f"a training run's own episodes as its replay buffer held them (`--play`), training episodes "
+                 f"{seeds}, each from that run's start (its seed and curriculum: "
+                 f"{collection['starts']['goal_start_prob']:.0%} of its starts near the goal)" if "starts" in collection
+                 else f"a policy's rollouts, one episode per seed ({seeds})") + ". A frame is the "
              f"observation before the action: the {size}×{size} render, the agent's x, y and the block's 8 corner "
              f"keypoints; the action is the absolute PD target sent, in env pixels (a 512×512 board).", "",
              "## What is in it", "",

@@ -22,6 +22,7 @@ from datasets_io.labels import Labels
 from env import appearance
 from env.appearance import Appearance
 from env.pusht_wrapper import CONTROL_HZ, MAX_EPISODE_STEPS, block_keypoints
+from env.starts import TrainingStarts, with_starts
 from protocol.pusht_eval import EpisodeTracker, Policy, run_episode
 
 TASK = "Push the T-shaped block onto the T-shaped target."
@@ -57,6 +58,9 @@ class EpisodeData:
     task_index: int | None = None
     # labelled collections (--tier): its quality labels (datasets_io/labels.py); None: an unlabelled dataset's
     labels: Labels | None = None
+    # a training run's own episode (collect_dataset.py --play): its start is that run's (env/starts.py); None: the
+    # protocol's, reset(seed)
+    starts: TrainingStarts | None = None
 
     @property
     def length(self) -> int:
@@ -144,14 +148,15 @@ class EpisodeRecorder:
 
 
 def replay(env: gym.Env, seed: int, actions: np.ndarray, render: bool = False,
-           look: Appearance | None = None) -> dict[str, np.ndarray]:
-    """Re-simulate from `reset(seed)` with env-unit `actions` stepped on the raw env (no [-1, 1] round trip).
+           look: Appearance | None = None, starts: TrainingStarts | None = None) -> dict[str, np.ndarray]:
+    """Re-simulate from `reset(seed)` (a training run's episode `seed` with its `starts`) with env-unit `actions`
+    stepped on the raw env (no [-1, 1] round trip).
 
     Returns the states before each action (`STATE_KEYS`; with `render`, the observation render as "image", drawn
     with `look`), plus `reward` and `is_success` after each, and the episode's `max_coverage` as collection records
     it.
     """
-    _, reset_info = env.reset(seed=seed)
+    _, reset_info = with_starts(env, starts).reset(seed=seed)
     pusht = env.unwrapped
     out: dict[str, list] = {key: [] for key in (*STATE_KEYS, "reward", "is_success", *(("image",) if render else ()))}
     tracker = EpisodeTracker(seed, reset_info)

@@ -43,7 +43,7 @@ def _unfinished(path: Path) -> str | None:
             state = "a run is writing it" if staging.is_locked(folder) else "its run was stopped"
             return (f"{str(folder)!r} is an unfinished dataset ({state}), never an input; pass the finished dataset "
                     f"{str(final)!r} once its run has ended")
-    if staging.is_locked(staging.partial_path(path)):
+    if staging.is_locked(staging.partial_path(Path(os.path.abspath(path)))):  # `.` has no name of its own
         return f"another run is replacing {str(path)!r} right now; wait for it to end, then run again"
     return None
 

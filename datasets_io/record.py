@@ -8,15 +8,17 @@ from __future__ import annotations
 from dataclasses import fields
 
 from datasets_io.collection.perturbation import Perturbation
+from env.starts import TrainingStarts
 
 RECORD_KEYS = frozenset({"format", "env_id", "formats", "image_size", "perturbation", "video", "max_steps",
                          "next_seed", "appearance", "looks_per_trajectory", "instructions", "tier", "runs", "edits",
-                         "sources"})
+                         "sources", "starts"})
 RUN_KEYS = frozenset({"policy", "policy_sha256", "policy_step", "action_noise", "only_success", "start_seed",
                       "next_seed", "attempted", "kept", "command"})
 SOURCE_KEYS = frozenset({"dataset", "policy", "policy_sha256", "action_noise", "tier", "burst_noise", "command"})
 EDIT_KEYS = frozenset({"command", "inputs"})
 PERTURBATION_KEYS = frozenset(f.name for f in fields(Perturbation))
+STARTS_KEYS = frozenset(f.name for f in fields(TrainingStarts))
 
 
 def written_part(collection: dict) -> dict:
@@ -34,4 +36,6 @@ def written_part(collection: dict) -> dict:
             kept[key] = each(kept[key], keys)
     if "perturbation" in kept:
         kept["perturbation"] = only(kept["perturbation"], PERTURBATION_KEYS)
+    if "starts" in kept:
+        kept["starts"] = only(kept["starts"], STARTS_KEYS)
     return kept

@@ -21,6 +21,7 @@ from datasets_io.formats import FORMATS, zarr_replay
 from env import appearance
 from env.appearance import Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from env.starts import TrainingStarts, with_starts
 
 STRIP_NAME = "appearance.png"
 STRIP_EPISODES = 8  # tiles: the first episodes'
@@ -34,7 +35,8 @@ def wanted(collection: dict) -> bool:
 def strip_pixels(root: Path, fmt: str, collection: dict) -> np.ndarray:
     """The strip of the `fmt` dataset at `root`: (size, size * tiles, 3) uint8 at the collection's image size."""
     size = collection["image_size"]
-    env = make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size)
+    env = with_starts(make_env(PUSHT_ENV_ID, observation_width=size, observation_height=size),
+                      TrainingStarts.from_record(collection.get("starts")))
     tiles = []
     for facts, arrays in islice(FORMATS[fmt].iter_episodes(root, False), STRIP_EPISODES):
         look = facts.get("appearance")

@@ -33,6 +33,7 @@ from datasets_io.labels import label_problems
 from env import appearance
 from env.appearance import MAX_LOOKS, MIXED, Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, SEED_LIMIT, make_env
+from env.starts import TrainingStarts, with_starts
 from protocol.loading import PolicySource, load_checked_policy
 
 TOLERANCE = 1e-3
@@ -229,6 +230,7 @@ def verify(root: Path, fmt: str, env: gym.Env, collection: dict, labels_of: Labe
     `labels_of`, a perturbed episode's labels must be the ones it recomputes. Damaged files raise ValueError or
     OSError naming the file."""
     _require(root, fmt)
+    env = with_starts(env, TrainingStarts.from_record(collection.get("starts")))  # --play: a training run's starts
     dataset = FORMATS[fmt]
     expected_of = _zarr_expected if fmt == "zarr" else _named_expected
     lossy = dataset.lossy_video(root)

@@ -138,6 +138,29 @@ def reset_state_for_pose(pusht: gym.Env, agent: np.ndarray, block_xy: np.ndarray
     return np.array([agent[0], agent[1], position[0], position[1], angle], dtype=np.float64)
 
 
+def curriculum_start(pusht: gym.Env, options: PushTOptions) -> np.ndarray:
+    """A start with the block perturbed around the goal pose and the agent anywhere free, drawn from the env's own
+    generator."""
+    rng = pusht.np_random
+    goal = pusht.goal_pose
+    block = goal[:2] + rng.uniform(-1.0, 1.0, 2) * options.goal_start_position_noise
+    angle = goal[2] + rng.uniform(-1.0, 1.0) * options.goal_start_angle_noise
+    while True:  # keep the agent off the block so the start is physically valid
+        agent = rng.integers(50, 450, 2)
+        if np.linalg.norm(agent - block) > 120:
+            return reset_state_for_pose(pusht, agent, block, angle)
+
+
+def curriculum_reset(env: gym.Env, options: PushTOptions, seeded: tuple) -> tuple:
+    """After a seeded reset of `env` (gym-pusht, or any wrapper of it) that returned `seeded`: with chance
+    `goal_start_prob`, drawn from the env's generator, reset again to a curriculum start near the goal. Training's
+    starts, which a dataset of its episodes replays (env/starts.py). The (observation, info) of the start kept."""
+    pusht = env.unwrapped
+    if options.goal_start_prob > 0 and pusht.np_random.random() < options.goal_start_prob:
+        return env.reset(options={"reset_to_state": curriculum_start(pusht, options)})
+    return seeded
+
+
 class PushTWrapper(gym.Wrapper):
     """See the module docstring for the observation, action and reward mappings."""
 
@@ -194,23 +217,10 @@ class PushTWrapper(gym.Wrapper):
         agent_block = np.linalg.norm(np.asarray(pusht.agent.position) - np.asarray(pusht.block.position))
         return -(opts.shaping_keypoints * keypoint_distance + opts.shaping_agent_block * agent_block) / BOARD_SIZE
 
-    def _curriculum_start(self) -> np.ndarray:
-        """A start with the block perturbed around the goal pose and the agent anywhere free."""
-        rng = self.pusht.np_random
-        goal = self.pusht.goal_pose
-        opts = self.options
-        block = goal[:2] + rng.uniform(-1.0, 1.0, 2) * opts.goal_start_position_noise
-        angle = goal[2] + rng.uniform(-1.0, 1.0) * opts.goal_start_angle_noise
-        while True:  # keep the agent off the block so the start is physically valid
-            agent = rng.integers(50, 450, 2)
-            if np.linalg.norm(agent - block) > 120:
-                return reset_state_for_pose(self.pusht, agent, block, angle)
-
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        _, info = self.env.reset(seed=seed, options=options)
-        if self.options.goal_start_prob > 0 and (options or {}).get("reset_to_state") is None:
-            if self.pusht.np_random.random() < self.options.goal_start_prob:
-                _, info = self.env.reset(options={"reset_to_state": self._curriculum_start()})
+        seeded = self.env.reset(seed=seed, options=options)
+        _, info = seeded if (options or {}).get("reset_to_state") is not None else curriculum_reset(
+            self.env, self.options, seeded)
         self._steps = 0
         self._target = np.asarray(self.pusht.agent.position, dtype=np.float64)
         self._waypoint = self._target.copy()

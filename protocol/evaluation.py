@@ -203,6 +203,8 @@ def validate(request: EvaluationRequest) -> parallel.Backend:
         raise BadInput(f"--videos must be >= 0, got {request.videos}")
     if request.policy == "random" and request.checkpoint:
         raise BadInput("--checkpoint and --policy random exclude each other; drop one")
+    if request.controller is not None and not request.controller.strip():
+        raise BadInput("--controller '' names no controller; pass MODULE:FACTORY (or a .py file's path:FACTORY)")
     if request.controller and (request.checkpoint or request.policy == "random"):
         raise BadInput("--controller replaces --checkpoint and --policy random; drop one")
     if request.controller_arg and not request.controller:

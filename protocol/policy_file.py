@@ -15,6 +15,7 @@ import torch
 
 from common.files import CheckpointError, atomic_save, load_file
 from env.pusht_wrapper import PushTOptions
+from protocol.training_episodes import TrainingEpisodes
 from sac.actor import GaussianActor
 
 POLICY_FORMAT = "pusht_sac.policy/1"
@@ -28,6 +29,7 @@ class LoadedPolicy:
     env_options: PushTOptions
     step: int
     source: str
+    episodes: TrainingEpisodes | None = None  # the run's own episodes, where the file carries them (--play)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -73,4 +75,8 @@ def policy_from_data(data: dict, path: str | Path) -> LoadedPolicy:
     actor.load_state_dict(data["actor"])
     actor.eval()
     options = PushTOptions(**data["env_options"]) if data["env_options"] else PushTOptions()
-    return LoadedPolicy(actor, data["env_id"], options, data["step"], str(path))
+    try:
+        episodes = TrainingEpisodes.from_payload(data["episodes"]) if "episodes" in data else None
+    except ValueError as err:
+        raise CheckpointError(f"{str(path)!r}: {err}") from None
+    return LoadedPolicy(actor, data["env_id"], options, data["step"], str(path), episodes)

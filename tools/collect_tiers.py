@@ -1,6 +1,7 @@
 """Collect PushT datasets of graded quality (D4RL's tiers), each a labelled dataset with its card, in one command.
 
-    python tools/collect_tiers.py OUT [--tiers expert medium random expert-noisy medium-expert] [--episodes 100]
+    python tools/collect_tiers.py OUT [--tiers expert medium random expert-noisy medium-replay medium-expert]
+                                  [--episodes 100]
                                   [--format lerobot zarr minari ...] [--workers 1] [--image-size 96]
                                   [--max-steps 300] [--resume | --overwrite]
 
@@ -9,8 +10,10 @@ it), every episode kept and labelled with `--tier` (datasets_io/labels.py); medi
 of OUT/medium and OUT/expert, each episode keeping its own tier. The tiers (datasets_io/tiers.py):
 expert, the shipped demonstrator; medium, assets/policy_medium.pt; random, uniform random actions; expert-noisy, the
 demonstrator with noise bursts executed in every episode and clean labels kept (Minari: the executed actions, the
-clean labels in the step infos). --resume finishes or grows every tier (the mixture is merged again); --overwrite
-replaces them.
+clean labels in the step infos); medium-replay, the last --episodes of the 2,046 episodes the default training run
+experienced up to the medium checkpoint (collect_dataset.py --play of assets/medium_replay.pt: each from the run's own
+start, its curriculum's near-goal starts included; it mixes with no other tier, and grows only with --overwrite).
+--resume finishes or grows every tier (the mixture is merged again); --overwrite replaces them.
 Exit codes as collect_dataset.py's: the first tier that fails stops the run with its code.
 """
 

@@ -18,6 +18,7 @@ from common.cli import EXIT_INTERRUPTED, EXIT_WRITE_FAILED, counted, first_line
 from common.files import WriteError, atomic_save, guarded_write
 from env.decisions import steps_per_decision
 from env.pusht_wrapper import make_env
+from env.starts import episode_seed
 from protocol.checkpoints import checkpoint_name, prune_checkpoints
 from protocol.pusht_eval import EVAL_START_SEED, EpisodeTracker, eval_env_options, run_episode, summarize
 from sac import ReplayBuffer, SACAgent
@@ -50,11 +51,6 @@ def eta_text(done: float, total: float, learning_from: tuple[float, float] | Non
         return "?"  # nothing learned at yet to measure
     rate = (done - learning_from[0]) / (now - learning_from[1])
     return tqdm.format_interval(max(total - done, 0) / rate)
-
-
-def episode_seed(run_seed: int, episode: int) -> int:
-    """A fixed, well-mixed start seed for every training episode, so resumed runs replay them."""
-    return int(np.random.SeedSequence([run_seed, episode]).generate_state(1)[0])
 
 
 def decayed_lr(lr: float, step: int, decay_from: int, decay_until: int, final_fraction: float) -> float:

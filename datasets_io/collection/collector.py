@@ -10,14 +10,17 @@ import numpy as np
 import torch
 
 from common import parallel
+from common.cli import BadInput
 from datasets_io import formats, instructions
 from datasets_io.collection.perturbation import DriverFactory, Perturbation, PerturbedRollout
 from datasets_io.episode import EpisodeData, EpisodeRecorder
 from datasets_io.labels import Provenance, label
 from env import appearance
 from env.pusht_wrapper import make_env
+from env.starts import TrainingStarts, with_starts
 from protocol.loading import env_spec, random_policy
 from protocol.policy_file import LoadedPolicy
+from protocol.training_episodes import ReplayDiverged
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class Job:
     looks: int = 1  # each trajectory recorded in this many looks of the level: that many episodes share its seed
     instructions: tuple[str, ...] | None = None  # the sentences an episode's instruction is drawn from (None: fixed)
     provenance: Provenance | None = None  # a labelled collection's (--tier): who acted and how (datasets_io/labels.py)
+    # --play: the policy file's training episodes are played, seed k being training episode k from the run's start
+    starts: TrainingStarts | None = None
 
 
 class Collector:
@@ -46,7 +51,7 @@ class Collector:
     def __init__(self, job: Job) -> None:
         self.job = job
         size = {"observation_width": job.image_size, "observation_height": job.image_size}
-        self.env = make_env(*env_spec(job.policy), **size)
+        self.env = with_starts(make_env(*env_spec(job.policy), **size), job.starts)
         self.recorder = EpisodeRecorder(self.env, job.max_steps)
 
     def __call__(self, seed: int) -> list[EpisodeData]:
@@ -55,6 +60,17 @@ class Collector:
                                 self.job.formats, self.job.use_video) for episode in self.record(seed)]
 
     def record(self, seed: int) -> list[EpisodeData]:
+        if self.job.starts is not None:  # the training run's episode, as it went
+            policy = self.job.policy
+            played = policy.episodes.player(seed, policy.env_options.decision_steps)
+            looks = [appearance.look(self.job.appearance, seed, copy) for copy in range(self.job.looks)]
+            try:
+                return [replace(episode, starts=self.job.starts)
+                        for episode in self.recorder.in_looks(played, seed, looks)]
+            except ReplayDiverged as err:
+                raise BadInput(f"{err}: {policy.source!r} does not hold what its run experienced (an edited file, "
+                               f"or another gym-pusht); export it again with tools/export_policy.py --episodes"
+                               ) from None
         base = self.job.policy or random_policy(seed, 2)
         noise = np.random.default_rng([1, seed])  # seeded by the episode, a stream apart from random_policy's
 

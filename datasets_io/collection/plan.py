@@ -20,6 +20,7 @@ from datasets_io.labels import Provenance, tier_problem
 from datasets_io.verify import check_metadata
 from env.appearance import LEVELS, MAX_LOOKS
 from env.pusht_wrapper import IMAGE_SIZE, MAX_EPISODE_STEPS, PUSHT_ENV_ID, SEED_LIMIT, image_size_problem
+from env.starts import TrainingStarts
 from protocol.loading import load_checked_policy
 from protocol.policy_file import LoadedPolicy
 from protocol.pusht_eval import EVAL_START_SEED, HEADLINE_EPISODES
@@ -166,6 +167,28 @@ def plan_tier(args: CollectionRequest, record: dict) -> str | None:
     return tier
 
 
+def plan_play(args: CollectionRequest, record: dict, policy: LoadedPolicy | None, perturbation: Perturbation,
+              noise: float, seeds: range) -> TrainingStarts | None:
+    """--play's training starts (None without it): the policy file must carry its run's episodes, the episodes
+    asked for must be among them, nothing may change what they executed, and a resumed dataset keeps the choice."""
+    recorded = record.get("starts")
+    if record and (recorded is not None) != args.play:
+        kept = "--play" if recorded is not None else "its policy acting (no --play)"
+        raise BadInput(f"{str(args.output)!r} was collected with {kept}; --resume must keep it")
+    if not args.play:
+        return None
+    if policy is None or policy.episodes is None:
+        raise BadInput("--play records the training episodes a policy file carries; pass --checkpoint FILE written "
+                       "by tools/export_policy.py --episodes")
+    if noise > 0 or perturbation.active:
+        raise BadInput("--play records the training episodes as they ran; drop --action-noise and the --burst-* flags")
+    held = len(policy.episodes)
+    if seeds.start >= held or (args.keep_failures and seeds.stop > held):
+        raise BadInput(f"{policy.source!r} holds training episodes 0-{held - 1}; --play records episode k as seed k: "
+                       f"lower --episodes or --start-seed")
+    return policy.episodes.starts(policy.env_options)
+
+
 @dataclass
 class CollectionRequest:
     """What collect_dataset.py asks for, as its flags name it (None: the default, or the resumed dataset's own);
@@ -195,6 +218,7 @@ class CollectionRequest:
     looks: int | None = None  # looks per trajectory (None: the resumed dataset's own, else 1)
     instructions: str | None = None  # fixed, paraphrase or a file of sentences (None: the resumed one's, else fixed)
     tier: str | None = None  # a labelled collection's tier name (None: the resumed dataset's own, else no labels)
+    play: bool = False  # record the policy file's training episodes (tools/export_policy.py --episodes), not its policy
     no_video: bool = False
     max_steps: int | None = None
     command: str | None = None  # the command line as typed (collect_dataset.py sets it), recorded with each run
@@ -301,7 +325,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
     if seeds.stop > SEED_LIMIT:
         raise BadInput(f"--start-seed {start_seed} with {max_attempts} attempts reaches seed {seeds.stop - 1}; seeds "
                        f"stay below 2**31: choose a smaller --start-seed")
-    if start_seed < 0 or (seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
+    if start_seed < 0 or (not args.play and seeds.start < EVAL_SEEDS.stop and EVAL_SEEDS.start < seeds.stop):
         raise BadInput(f"seeds {seeds.start}-{seeds.stop - 1} overlap the evaluation seeds {EVAL_SEEDS.start}-"
                        f"{EVAL_SEEDS.stop - 1} (or are negative); choose another --start-seed")
     perturbation = plan_perturbation(args, record)
@@ -319,9 +343,12 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"{str(output)!r} was collected with --action-noise {recorded_noise}; --resume must keep it "
                        f"(leave --action-noise out)")
     tier = plan_tier(args, record)
+    starts = plan_play(args, record, policy, perturbation, noise, range(start_seed, start_seed + max_attempts))
+    if starts is not None:  # the file's episodes, as many as it holds from --start-seed on
+        max_attempts = min(max_attempts, len(policy.episodes) - start_seed)
     provenance = None if tier is None else Provenance.of(tier, sha256_file(policy.source) if policy else None, noise,
                                                          perturbation.noise)
     job = Job(policy, noise, image_size, max_steps, perturbation, burst_driver, names, use_video, level, looks,
-              None if sentences is None else tuple(sentences), provenance)
+              None if sentences is None else tuple(sentences), provenance, starts)
     return Plan(output, mode, job, args.episodes, start_seed, max_attempts,
                 args.keep_failures, backend, record, args.command, held)

@@ -51,6 +51,8 @@ def collection_record(plan: Plan, attempted: int, kept: int) -> dict:
             **({"instructions": list(plan.job.instructions)} if plan.job.instructions else {}),
             # a labelled collection's tier (--tier): its episodes carry quality labels (datasets_io/labels.py)
             **({"tier": plan.job.provenance.tier} if plan.job.provenance else {}),
+            # --play: the seeds are a training run's episode numbers, each started as that run started it
+            **({"starts": plan.job.starts.record()} if plan.job.starts else {}),
             "runs": [*plan.collection.get("runs", []), run]}
 
 

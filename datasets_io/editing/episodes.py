@@ -30,6 +30,7 @@ from datasets_io.verify import executed_targets, imitation_marks
 from env import appearance
 from env.appearance import Appearance
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PUSHT_ENV_ID, make_env
+from env.starts import TrainingStarts
 
 
 @dataclass(frozen=True)
@@ -264,14 +265,14 @@ def rerecord(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
     if look is None and job.varied:
         look = Appearance()  # gym-pusht's own, recorded as such among varied episodes
     sim = replay(env, episode.seed, episode.action if episode.executed is None else episode.executed, render=True,
-                 look=look)
+                 look=look, starts=job.starts)
     return EpisodeData(seed=episode.seed, success=episode.success, max_coverage=episode.max_coverage,
                        image=sim["image"], agent_pos=sim["agent_pos"].astype(np.float32),
                        keypoints=sim["keypoints"].astype(np.float32), block_pose=sim["block_pose"].astype(np.float32),
                        n_contacts=sim["n_contacts"].astype(np.float32), action=episode.action,
                        reward=sim["reward"].astype(np.float32), is_success=sim["is_success"].astype(bool),
                        executed=episode.executed, imitate=episode.imitate, source=episode.source,
-                       appearance=look if job.varied else None, labels=episode.labels)
+                       appearance=look if job.varied else None, labels=episode.labels, starts=job.starts)
 
 
 def restyled(env: gym.Env, episode: Recorded, job: Rendering) -> EpisodeData:
@@ -299,6 +300,7 @@ class Rendering:
     varied: bool = False  # whether the output records each episode's appearance (its record names a level)
     instructions: tuple[str, ...] | None = None  # the record's sentences: each episode's is drawn from its seed
     looks: int = 1  # convert --looks-per-trajectory: each input episode drawn in this many looks
+    starts: TrainingStarts | None = None  # a training run's own episodes (--play): where each started
 
 
 def worker_recorder(job: Rendering) -> Callable[[tuple[int, Recorded]], EpisodeData]:

@@ -22,6 +22,7 @@ from datasets_io.labels import labelled
 from datasets_io.verify import check_metadata, replay_failures
 from env.appearance import LEVELS, MAX_LOOKS, MIXED
 from env.pusht_wrapper import image_size_problem
+from env.starts import TrainingStarts
 
 COMMANDS = ("merge", "select", "split", "convert")
 PART_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -149,6 +150,8 @@ def _said(key: str, collection: dict) -> str:
     if key == "instructions":
         return (f"{len(value)} paraphrases (the first {value[0]!r})" if value else
                 "the one fixed task (--instructions fixed)")
+    if key == "starts":
+        return f"training run {value['run_seed']}'s" if value else "the protocol's (seeded resets)"
     return repr(value)
 
 
@@ -169,7 +172,8 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
                            f"--image-size out")
         keys = (("image_size", "image size"),) if not (source.collected and base.collected) else (
             ("env_id", "env"), ("perturbation", "burst settings"), ("max_steps", "step limit"),
-            ("video", "video choice"), ("image_size", "image size"), ("instructions", "instructions"))
+            ("video", "video choice"), ("image_size", "image size"), ("instructions", "instructions"),
+            ("starts", "starts (a training run's own episodes, collect_dataset.py --play)"))
         for key, what in keys:
             if key == "image_size" and image_size is not None:
                 continue
@@ -293,7 +297,8 @@ def plan_edit(args: EditRequest) -> EditPlan:
               **({"sources": sources} if sources is not None else {})}
     rendering = Rendering(record["image_size"], names, record["video"], args.appearance,
                           record.get("appearance", "none") != "none",
-                          None if "instructions" not in record else tuple(record["instructions"]), looks)
+                          None if "instructions" not in record else tuple(record["instructions"]), looks,
+                          TrainingStarts.from_record(record.get("starts")))
     plan = EditPlan(output, mode, inputs, parts, route, rendering, backend, record, remap)
     if mode == "overwrite":  # the cards it replaces: the user's notes go into the new ones, or nowhere
         folders.notes_left_behind(sorted(card.parent for card in output.rglob(manifest.NOTES_FILE)), plan.roots)

@@ -75,6 +75,7 @@ from datasets_io.formats.lerobot_common import (
 from datasets_io.labels import LABEL_NAMES, Labels
 from env.appearance import Appearance
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
+from env.starts import TrainingStarts
 
 CODEBASE_VERSION = "v3.0"
 
@@ -203,7 +204,7 @@ class LeRobotWriter:
         self._video: VideoFile | None = None
         # (seed, executed targets, look) of each episode in the open video file: what a stalled encoder's replacement
         # is given again, re-rendered (an episode's frames are not kept)
-        self._in_video: list[tuple[int, np.ndarray, Appearance | None]] = []
+        self._in_video: list[tuple[int, np.ndarray, Appearance | None, TrainingStarts | None]] = []
         if (root / INFO_PATH).exists():  # resuming: every new file goes after the existing ones
             self.info = read_json(root, INFO_PATH)
             self.stats.add(lerobot_stats.from_json(read_json(root, STATS_PATH)))
@@ -267,7 +268,7 @@ class LeRobotWriter:
         if self._video is not None and self._video.bytes >= VIDEO_FILE_MB * 2**20:
             self._close_video()
             self.video_index = self.video_index.advanced()
-        start = sum(len(executed) for _, executed, _ in self._in_video) / FPS
+        start = sum(len(executed) for _, executed, _, _ in self._in_video) / FPS
 
         def encode() -> None:
             if self._video is None:
@@ -275,7 +276,7 @@ class LeRobotWriter:
             self._video.write(ep.image)
 
         retry_stalled(encode, f"episode seed {ep.seed}", self._reencode, self._restart_note())
-        self._in_video.append((ep.seed, ep.action if ep.executed is None else ep.executed, ep.appearance))
+        self._in_video.append((ep.seed, ep.action if ep.executed is None else ep.executed, ep.appearance, ep.starts))
         prefix = f"videos/{IMAGE_KEY}"
         return {f"{prefix}/chunk_index": self.video_index.chunk, f"{prefix}/file_index": self.video_index.file,
                 f"{prefix}/from_timestamp": start, f"{prefix}/to_timestamp": start + ep.length / FPS}
@@ -298,8 +299,8 @@ class LeRobotWriter:
         self._video = VideoFile(path, self.image_size)
         if self._in_video:
             env = make_env(PUSHT_ENV_ID, observation_width=self.image_size, observation_height=self.image_size)
-            for seed, executed, look in self._in_video:
-                self._video.write(replay(env, seed, executed, render=True, look=look)["image"])
+            for seed, executed, look, starts in self._in_video:
+                self._video.write(replay(env, seed, executed, render=True, look=look, starts=starts)["image"])
             env.close()
 
     def close(self, collection: dict) -> None:

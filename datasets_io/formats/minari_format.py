@@ -44,6 +44,7 @@ from datasets_io.labels import LABEL_NAMES, Labels
 from env import appearance
 from env.appearance import Appearance
 from env.pusht_wrapper import MAX_EPISODE_STEPS, keypoints_from_pose
+from env.starts import with_starts
 
 if TYPE_CHECKING:
     import minari
@@ -121,7 +122,7 @@ def transitions(env: gym.Env, ep: EpisodeData) -> dict[str, np.ndarray]:
     """The episode's transitions as the env gives them: reset from its seed, then each executed target (a pixels
     env's: frames in the episode's look, the states in the infos)."""
     executed = ep.action if ep.executed is None else ep.executed
-    observation, _ = env.reset(seed=ep.seed)
+    observation, _ = with_starts(env, ep.starts).reset(seed=ep.seed)
     out: dict[str, list] = {"observations": [_observed(env, observation, ep.appearance)],
                             "states": [pusht_state(env.unwrapped)], "rewards": [], "terminations": [],
                             "truncations": []}

@@ -44,3 +44,17 @@ def test_a_tier_that_cannot_be_made_is_refused_before_any_work(tmp_path: Path, c
                                                                said: str) -> None:
     code, _, err = run(collect_tiers.main, [str(tmp_path / "tiers"), *argv], capsys)
     assert code == 2 and said in one_error(err) and not (tmp_path / "tiers").exists()
+
+
+def test_medium_replay_plays_the_runs_last_episodes_from_their_own_starts(tmp_path: Path, capsys) -> None:
+    """The shipped file's last training episodes, each started as the run started it (near-goal curriculum starts
+    among them), replay as they ran: --verify passes, and the Minari id names the tier."""
+    out = tmp_path / "tiers"
+    code, _, err = run(collect_tiers.main, [str(out), "--tiers", "medium-replay", "--episodes", "3", "--image-size",
+                                            "64", "--format", "zarr", "minari"], capsys)
+    assert code == 0, err
+    facts = [facts for facts, _ in FORMATS["zarr"].iter_episodes(out / "medium-replay" / "zarr")]
+    assert [f["seed"] for f in facts] == [2043, 2044, 2045]
+    assert {f["labels"].tier for f in facts} == {"medium-replay"}
+    assert run(collect_dataset.main, ["--verify", str(out / "medium-replay")], capsys)[0] == 0
+    assert open_dataset(out / "medium-replay" / "minari").spec.dataset_id == "pusht_sac/pusht/medium-replay-v0"
