@@ -43,6 +43,7 @@ VALUES: dict[str, tuple[list[str], list[str] | None]] = {
     "--image-size": (["64"], ["96"]),
     "--no-video": ([], None),  # with a LeRobot format; --resume keeps the dataset's choice
     "--max-steps": (["5"], ["4"]),
+    "--play": ([], None),  # the shipped medium checkpoint's training episodes (tests/datasets_io/test_play.py: the rest)
 }
 PER_RUN_OR_UNTESTABLE = {
     "--verify": "no collection", "--output": "the folder itself", "--episodes": "the total, grown each run",
@@ -51,7 +52,8 @@ PER_RUN_OR_UNTESTABLE = {
     "--checkpoint-dir": "needs a training run's folder; --checkpoint covers a policy file",
     "--ray": "needs a Ray cluster (tests/common/test_ray.py)", "--burst-learner": "needs a saved learner",
 }
-NEEDS = {"--no-video": ["--format", "lerobot"], "--checkpoint": ["--policy", "checkpoint"]}
+NEEDS = {"--no-video": ["--format", "lerobot"], "--checkpoint": ["--policy", "checkpoint"],
+         "--play": ["--policy", "checkpoint", "--checkpoint", str(REPO / "assets" / "medium_replay.pt")]}
 
 
 def flags() -> list[str]:
