@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.cli import counted
 from env.pusht_wrapper import MAX_EPISODE_STEPS, PushTOptions
 from env.starts import TrainingStarts
 
@@ -112,7 +113,8 @@ def episodes_from_buffer(buffer: dict, run_seed: int, episodes_run: int, decisio
         numbers.append(number)
         number += int(bool(done))
     if number != episodes_run:
-        raise ValueError(f"its replay buffer holds {number} complete episodes, the run counted {episodes_run}")
+        raise ValueError(f"its replay buffer holds {counted(number, 'complete episode')}, the run counted "
+                         f"{episodes_run}")
     kept = [i for i, done in enumerate(complete) if done]
     ends = np.cumsum([segments[i][1] - segments[i][0] for i in kept]).astype(np.int64)
     decisions = np.concatenate([actions[segments[i][0]:segments[i][1]] for i in kept]).astype(np.float32)

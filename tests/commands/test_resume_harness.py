@@ -43,7 +43,7 @@ VALUES: dict[str, tuple[list[str], list[str] | None]] = {
     "--image-size": (["64"], ["96"]),
     "--no-video": ([], None),  # with a LeRobot format; --resume keeps the dataset's choice
     "--max-steps": (["5"], ["4"]),
-    "--play": ([], None),  # the shipped medium checkpoint's training episodes (tests/datasets_io/test_play.py: the rest)
+    "--play": ([], None),  # the shipped medium-replay file (tests/datasets_io/test_play.py: the rest)
 }
 PER_RUN_OR_UNTESTABLE = {
     "--verify": "no collection", "--output": "the folder itself", "--episodes": "the total, grown each run",
