@@ -21,12 +21,12 @@ from env.starts import episode_seed
 from protocol.checkpoints import list_checkpoints
 from protocol.policy_file import load_policy
 
-EPISODES = 6
+EPISODES = 4
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny default-recipe run of six episodes, half of its starts drawn near the goal, exported with them."""
+    """A tiny default-recipe run of four episodes, some of its starts drawn near the goal, exported with them."""
     root = tmp_path_factory.mktemp("play")
     result = run_script("train.py", "--no-resume", *[word for key, value in {
         "checkpoint_dir": root / "ckpt", "log_dir": root / "logs", "episodes": EPISODES, "start_steps": 200,
