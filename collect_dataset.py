@@ -25,7 +25,8 @@ Default policy: the shipped demonstrator assets/policy.pt (as evaluate.py's), or
 a policy file that carries them (tools/export_policy.py --episodes, from a checkpoint's replay buffer), seed k is the
 run's training episode k, started as the run started it (its seed and curriculum, env/starts.py) and played with the
 decisions it took, checked against the run's own observations as it goes.
---format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds (`both`: lerobot and zarr);
+--format takes one or more of lerobot (v3.0, the default), lerobot-v2.1, zarr, rlds, minari, minari-pixels (`both`:
+lerobot and zarr);
 several formats go to DIR/<format>/, all from the same rollouts. --verify checks every format it finds, images
 included (datasets_io/verify.py).
 
