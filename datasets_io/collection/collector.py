@@ -60,10 +60,10 @@ class Collector:
                                 self.job.formats, self.job.use_video) for episode in self.record(seed)]
 
     def record(self, seed: int) -> list[EpisodeData]:
+        looks = [appearance.look(self.job.appearance, seed, copy) for copy in range(self.job.looks)]
         if self.job.starts is not None:  # the training run's episode, as it went
             policy = self.job.policy
             played = policy.episodes.player(seed, policy.env_options.decision_steps)
-            looks = [appearance.look(self.job.appearance, seed, copy) for copy in range(self.job.looks)]
             try:
                 return [replace(episode, starts=self.job.starts)
                         for episode in self.recorder.in_looks(played, seed, looks)]
@@ -80,7 +80,6 @@ class Collector:
                 action = action + self.job.action_noise * noise.standard_normal(action.shape)
             return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-        looks = [appearance.look(self.job.appearance, seed, copy) for copy in range(self.job.looks)]
         if not self.job.perturbation.active:
             return self.recorder.in_looks(act, seed, looks)
         rollout = PerturbedRollout(self.job.perturbation, self.env, act, seed,

@@ -343,7 +343,7 @@ def plan_collection(args: CollectionRequest, load_bursts: BurstLoader | None = N
         raise BadInput(f"{str(output)!r} was collected with --action-noise {recorded_noise}; --resume must keep it "
                        f"(leave --action-noise out)")
     tier = plan_tier(args, record)
-    starts = plan_play(args, record, policy, perturbation, noise, range(start_seed, start_seed + max_attempts))
+    starts = plan_play(args, record, policy, perturbation, noise, seeds)
     if starts is not None:  # the file's episodes, as many as it holds from --start-seed on
         max_attempts = min(max_attempts, len(policy.episodes) - start_seed)
     provenance = None if tier is None else Provenance.of(tier, sha256_file(policy.source) if policy else None, noise,

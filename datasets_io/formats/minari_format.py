@@ -123,17 +123,18 @@ def transitions(env: gym.Env, ep: EpisodeData) -> dict[str, np.ndarray]:
     env's: frames in the episode's look, the states in the infos)."""
     executed = ep.action if ep.executed is None else ep.executed
     observation, _ = with_starts(env, ep.starts).reset(seed=ep.seed)
+    pixels = isinstance(observation, dict)  # a pixels env: the states go to the infos
     out: dict[str, list] = {"observations": [_observed(env, observation, ep.appearance)],
-                            "states": [pusht_state(env.unwrapped)], "rewards": [], "terminations": [],
-                            "truncations": []}
+                            "states": [pusht_state(env.unwrapped)] if pixels else [], "rewards": [],
+                            "terminations": [], "truncations": []}
     for t, action in enumerate(executed):
         observation, reward, terminated, truncated, _ = env.step(np.asarray(action, dtype=np.float32))
         out["observations"].append(_observed(env, observation, ep.appearance))
-        out["states"].append(pusht_state(env.unwrapped))
+        if pixels:
+            out["states"].append(pusht_state(env.unwrapped))
         out["rewards"].append(reward)
         out["terminations"].append(terminated)
         out["truncations"].append(truncated or (t == len(executed) - 1 and not terminated))
-    pixels = isinstance(out["observations"][0], dict)
     observations = ({key: np.stack([o[key] for o in out["observations"]]) for key in out["observations"][0]}
                     if pixels else np.asarray(out["observations"]))
     return {"observations": observations, "actions": np.asarray(executed, dtype=np.float32),
