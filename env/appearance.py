@@ -41,6 +41,8 @@ HELDOUT_SHAPES = ("triangle", "cross")  # distractors it never draws
 LEVEL_STREAM = {"colors": 1, "full": 2, "heldout": 3}  # each level's own random stream of a seed
 MAX_LOOKS = 64  # looks of one trajectory (--looks-per-trajectory): far more than a perception needs
 MAX_DISTRACTORS = 4  # the most any level draws (held-out: 2 to 4)
+# the camera change `full` draws: shift (board px, each axis), rotation (degrees) up to, zoom between
+CAMERA_SHIFT, CAMERA_ROTATION, CAMERA_ZOOM = 12.0, 4.0, (0.96, 1.04)
 # A replay zarr's per-episode row (meta/episode_appearance): the level's index in EVAL_LEVELS, the colours in
 # DEFAULT_COLORS' order (R, G, B each), brightness, contrast, shift x and y, rotation, zoom, then MAX_DISTRACTORS
 # slots of (shape's index in SHAPES + HELDOUT_SHAPES, -1 for an empty slot; x, y, size, angle, R, G, B).
@@ -196,8 +198,8 @@ def draw(level: str, seed: int, copy: int = 0) -> Appearance:
         rotation, zoom = _either_side(rng, 6, 10), float(rng.choice([rng.uniform(0.88, 0.93), rng.uniform(1.07, 1.12)]))
         count, shapes = int(rng.integers(2, 5)), HELDOUT_SHAPES
     else:
-        shift = (float(rng.uniform(-12, 12)), float(rng.uniform(-12, 12)))
-        rotation, zoom = float(rng.uniform(-4, 4)), float(rng.uniform(0.96, 1.04))
+        shift = (float(rng.uniform(-CAMERA_SHIFT, CAMERA_SHIFT)), float(rng.uniform(-CAMERA_SHIFT, CAMERA_SHIFT)))
+        rotation, zoom = float(rng.uniform(-CAMERA_ROTATION, CAMERA_ROTATION)), float(rng.uniform(*CAMERA_ZOOM))
         count, shapes = int(rng.integers(0, 4)), SHAPES
     distractors = tuple(
         Distractor(str(rng.choice(shapes)), float(rng.uniform(40, BOARD - 40)), float(rng.uniform(40, BOARD - 40)),

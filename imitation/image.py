@@ -48,6 +48,7 @@ class ImageFlowConfig(FlowConfig):
     # levers for frames of varied looks (benchmarks/perception_looks.py measures each); off, today's figures stand
     input_norm: bool = False  # each image's channels standardised by their own mean and spread: tints cancel
     augment: bool = False  # each training image in random colours (photometric; nothing moves): what a look varies
+    camera_augment: bool = False  # each training image through a camera change drawn as the `full` looks draw one
     # the head is the state `flow` learner's (512 wide, batch 256, 10k steps): the 256-wide head at 6k steps held
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
     full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
@@ -91,6 +92,30 @@ def photometric(images: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     gain = (0.6 + 0.8 * torch.rand(batch, 3, 1, 1, generator=generator)).to(x.device)
     offset = (80 * torch.rand(batch, 3, 1, 1, generator=generator) - 40).to(x.device)
     return (x * gain + offset).clamp(0, 255)
+
+
+def camera_warp(images: torch.Tensor, shift: torch.Tensor, rotation: torch.Tensor, zoom: torch.Tensor,
+                ) -> torch.Tensor:
+    """(B, 3, H, W) 0-255 images of the board seen through the camera env/appearance.py draws for a look: `shift`
+    (B, 2) in board px, `rotation` (B,) in degrees, `zoom` (B,), about the image centre. Edge pixels fill what the
+    view uncovers, as the walls' colour does in a render."""
+    angle = torch.deg2rad(rotation.double())
+    cos, sin = angle.cos() / zoom.double(), angle.sin() / zoom.double()
+    inverse = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], 1)  # output → input
+    offset = shift.double()[:, :, None] / (appearance.BOARD / 2)  # in the [-1, 1] units of affine_grid
+    theta = torch.cat([inverse, -(inverse @ offset)], 2).float().to(images.device)
+    grid = nn.functional.affine_grid(theta, list(images.shape), align_corners=False)
+    return nn.functional.grid_sample(images.float(), grid, mode="bilinear", padding_mode="border",
+                                     align_corners=False)
+
+
+def camera_jitter(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Each image through a camera change drawn in the `full` level's ranges: the board moves in the image, the
+    labels (env units) do not, as in a `full` frame."""
+    draws = torch.rand(len(images), 4, generator=generator, dtype=torch.float64)
+    low, high = appearance.CAMERA_ZOOM
+    return camera_warp(images, (2 * draws[:, :2] - 1) * appearance.CAMERA_SHIFT,
+                       (2 * draws[:, 2] - 1) * appearance.CAMERA_ROTATION, low + (high - low) * draws[:, 3])
 
 
 class Perception(nn.Module):
@@ -183,6 +208,8 @@ def train_perception(images: torch.Tensor, truth: torch.Tensor, n_fit: int, conf
 
     def perception_loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         batch = images[index].to(config.device)
+        if config.camera_augment:
+            batch = camera_jitter(batch, generator)
         if config.augment:
             batch = photometric(batch, generator)
         return nn.functional.mse_loss(model(batch), labels[index.to(config.device)])

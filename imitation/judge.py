@@ -60,6 +60,10 @@ LEARNERS: dict[str, LearnerSpec] = {
     # perception steps leave it at 17 px on unseen `full` looks, 18,000 at 7): the same head, ≈ 9 min more of one core
     "image-varied": LearnerSpec(image.ImageFlowConfig(perception_ratio=1.8), image.fit, image.empty,
                                 sees_pixels=True, look_errors=image.look_errors),
+    # the same with augmentation alone (photometric and a `full`-like camera change per training image): what varied
+    # looks buy beyond it is the question a user asks first (docs/results.md, issue 63)
+    "image-augmented": LearnerSpec(image.ImageFlowConfig(perception_ratio=1.8, augment=True, camera_augment=True),
+                                   image.fit, image.empty, sees_pixels=True, look_errors=image.look_errors),
     "unet": LearnerSpec(unet.UNetConfig(), unet.fit, unet.empty),  # Diffusion Policy's network: a GPU's learner
 }
 STATE_LEARNERS = ("mlp", "flow")  # the report's default: cheap enough for a CPU
