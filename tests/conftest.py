@@ -13,14 +13,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
-
-if TYPE_CHECKING:
-    from zygote import Zygote
 
 # What the suite needs from the environment, set here so that a bare `python -m pytest` is CI's run: one OpenMP thread
 # (read when torch first loads, so before any test module imports it) and SDL's dummy driver (no display needed).
@@ -60,22 +55,26 @@ def merged(base: list[str], extra: list[str]) -> list[str]:
     return [*kept, *extra]
 
 
-_zygotes: dict[str, _Forker] = {}  # per test process: a command module -> its zygote
+_busy: dict[str, threading.Lock] = {}  # per test process: a command's shared zygote runs one case at a time
 
 
 def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
     """`python script args` as a user runs it: exit code, stdout and stderr. A command run with no environment or
     input of its own is forked from a zygote that imported its module once (tests/zygote.py): the same main(argv)
-    in a fresh process, without the seconds of importing torch each time; any other run is a new interpreter."""
+    in a fresh process, without the seconds of importing torch each time; any other run (or one while the zygote
+    is busy in another thread) is a new interpreter."""
     cwd = Path(kwargs.pop("cwd", REPO))
+    module = script[:-3].replace("/", ".")
     if not kwargs and script.endswith(".py") and "/" not in script.removeprefix("tools/"):
-        if (zygote := _zygote(script[:-3].replace("/", "."))).lock.acquire(blocking=False):
+        if (lock := _busy.setdefault(module, threading.Lock())).acquire(blocking=False):
+            from zygote import shared
+
             try:
                 with tempfile.TemporaryDirectory() as streams:
-                    code, out, err, _ = zygote.process.run(list(args), cwd, deadline=timeout or HANG_S,
-                                                           streams=Path(streams), env=child_env())
+                    code, out, err, _ = shared(module, bars=True).run(list(args), cwd, deadline=timeout or HANG_S,
+                                                                      streams=Path(streams), env=child_env())
             finally:
-                zygote.lock.release()
+                lock.release()
             if code is None:
                 raise subprocess.TimeoutExpired([script, *args], timeout or HANG_S, out, err)
             return subprocess.CompletedProcess([script, *args], code, out, err)
@@ -88,23 +87,10 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-@dataclass
-class _Forker:
-    process: Zygote
-    lock: threading.Lock  # one run at a time; a concurrent run starts an interpreter of its own
-
-
-def _zygote(module: str) -> _Forker:
-    if module not in _zygotes:
-        from zygote import Zygote
-
-        _zygotes[module] = _Forker(Zygote(module, bars=True), threading.Lock())
-    return _zygotes[module]
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    for forker in _zygotes.values():
-        forker.process.close()
+    from zygote import close_shared
+
+    close_shared()
 
 
 @pytest.fixture

@@ -87,6 +87,14 @@ class Zygote:
         `deadline`, a run still going that many seconds after its fork is a hang: it is killed, and its exit code
         is None. Its stdout and stderr go through files beside `cwd`, or in `streams` when given; `env` replaces the
         zygote's environment for the run (what is read at import stays the zygote's)."""
+        try:
+            return self._run(argv, cwd, signal_after, signum, deadline, streams, env)
+        except BaseException:  # a run cut off half way (a failed test, Ctrl-C): its answers would reach the next
+            self.process.kill()
+            raise
+
+    def _run(self, argv: list[str], cwd: Path, signal_after: float | None, signum: int, deadline: float | None,
+             streams: Path | None, env: dict[str, str] | None) -> tuple[int, str, str, float]:
         where, stem = (streams, "run") if streams is not None else (cwd.parent, cwd.name)
         out, err = where / f"{stem}.out", where / f"{stem}.err"
         case = {"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "env": env}
@@ -117,3 +125,24 @@ class Zygote:
         self.process.stdin.close()
         self.process.wait(timeout=60)
         self.process.stdout.close()
+
+
+_shared: dict[tuple[str, bool], Zygote] = {}
+
+
+def shared(command: str, bars: bool = False) -> Zygote:
+    """This test process's zygote of `command`, started on first use and kept for every later test (closed when
+    the session ends): importing a command and torch's compiler stack costs seconds, a harness case a fraction
+    of one. A zygote keeps no state between runs (each run is a fork), so tests cannot see each other's; one
+    whose run was cut off is replaced."""
+    zygote = _shared.get((command, bars))
+    if zygote is None or zygote.process.poll() is not None:
+        zygote = _shared[command, bars] = Zygote(command, bars)
+    return zygote
+
+
+def close_shared() -> None:
+    for zygote in _shared.values():
+        if zygote.process.poll() is None:
+            zygote.close()
+    _shared.clear()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from zygote import Zygote, tree
+from zygote import shared, tree
 
 import collect_dataset
 import dataset_report
@@ -167,7 +167,7 @@ def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: 
             os.symlink(dataset, folder / "ds")  # read only: the tree below follows no link
         argv = command_line(option, value.replace("{folder}", str(folder)))
         jobs.append((option, value, must_refuse, folder, argv, tree(folder)))
-    zygote = Zygote(command)
+    zygote = shared(command)
     broken = []
     for option, value, must_refuse, folder, argv, before in jobs:
         code, _, stderr, _ = zygote.run(argv, folder)
@@ -190,7 +190,6 @@ def run_cases(command: str, cases: list[tuple[Option, tuple[str, bool]]], root: 
             pass
         else:
             broken.append(f"{where}: {errors[-1] if errors else 'accepted (no error line)'}")
-    zygote.close()
     return broken
 
 
@@ -225,7 +224,7 @@ def test_an_option_given_twice_is_one_line_naming_it(command: str, tmp_path: Pat
     parser = COMMANDS[command].build_parser()
     gathering = {flag for action in parser._actions for flag in action.option_strings
                  if isinstance(action, argparse._AppendAction | argparse._CountAction)}
-    zygote = Zygote(command)
+    zygote = shared(command)
     broken = []
     for n, option in enumerate(o for o in options() if o.command == command and o.flag and o.flag not in gathering):
         folder = tmp_path / f"case{n}"
@@ -242,7 +241,6 @@ def test_an_option_given_twice_is_one_line_naming_it(command: str, tmp_path: Pat
             broken.append(f"{option.name} twice: exit {code}, {lines[-1:] or 'no message'}")
         elif tree(folder) != before:
             broken.append(f"{option.name} twice: refused, but the folder changed")
-    zygote.close()
     assert not broken, "\n".join(broken)
 
 
@@ -293,7 +291,7 @@ def test_a_bad_value_for_every_config_key_is_one_line_naming_it(tmp_path: Path) 
     a NaN, is exit 2 with one line naming the key, the folder as it was."""
     cases = [(key, "[1, 2]") for key in config_keys()]
     cases += [(key, "nan") for key, kind in config_keys().items() if kind.startswith(("float", "int"))]
-    zygote = Zygote("train")
+    zygote = shared("train")
     broken = []
     for n, (key, value) in enumerate(cases):
         folder = tmp_path / f"case{n}"
@@ -306,5 +304,4 @@ def test_a_bad_value_for_every_config_key_is_one_line_naming_it(tmp_path: Path) 
             broken.append(f"{key}={value}: exit {code}, {lines[-1:] or 'no message'}")
         elif tree(folder) != before:
             broken.append(f"{key}={value}: refused, but the folder changed")
-    zygote.close()
     assert len(cases) > 60 and not broken, "\n".join(broken)

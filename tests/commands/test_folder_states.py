@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_script
-from zygote import Zygote, tree
+from zygote import Zygote, shared, tree
 
 from common import staging
 from datasets_io import manifest
@@ -223,22 +223,19 @@ def run_states(commands: dict, states: list, tmp_path: Path, dataset: Path, flag
     """Each command on each state with each flag, in a folder of its own; the broken rules, one line each."""
     broken = []
     for c, (name, (command, argv)) in enumerate(commands.items()):
-        zygote = Zygote(command)
-        try:
-            for s, (state, given, outcomes) in enumerate(states):
-                for f, flag in enumerate(flags):
-                    folder = tmp_path / f"{c}_{s}_{f}"
-                    folder.mkdir()
-                    _copy(dataset, folder / "ds")
-                    path = folder / given
-                    state(path, dataset)
-                    line = [word.replace("{path}", str(path)) for word in argv] + ([flag] if flag else [])
-                    if (problem := judged(zygote, line, folder, path, outcome(outcomes, c, f))):
-                        broken.append(f"{name} {' '.join([flag] if flag else [])} on {state.__name__}: {problem}")
-                    for directory, _, _ in os.walk(folder):  # read_only's folder, writable again for the clean-up
-                        Path(directory).chmod(0o755)
-        finally:
-            zygote.close()
+        zygote = shared(command)
+        for s, (state, given, outcomes) in enumerate(states):
+            for f, flag in enumerate(flags):
+                folder = tmp_path / f"{c}_{s}_{f}"
+                folder.mkdir()
+                _copy(dataset, folder / "ds")
+                path = folder / given
+                state(path, dataset)
+                line = [word.replace("{path}", str(path)) for word in argv] + ([flag] if flag else [])
+                if (problem := judged(zygote, line, folder, path, outcome(outcomes, c, f))):
+                    broken.append(f"{name} {' '.join([flag] if flag else [])} on {state.__name__}: {problem}")
+                for directory, _, _ in os.walk(folder):  # read_only's folder, writable again for the clean-up
+                    Path(directory).chmod(0o755)
     return broken
 
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import run_script
 from test_contract import BASE, EXCLUDES, POLICY, command_line, options
 from test_folder_states import HOLD, live_locks
-from zygote import Zygote, tree
+from zygote import shared, tree
 
 from common import staging
 
@@ -156,29 +156,26 @@ def test_no_option_of_any_command_writes_into_a_folder_of_ours(shelf: Path, tmp_
     inputs = _inputs(tmp_path / "inputs")
     broken, refused = [], {}
     for command, jobs in cases(shelf, every).items():
-        zygote = Zygote(command)
-        try:
-            for n, (name, argv) in enumerate(jobs):
-                folder = tmp_path / f"{command}_{n}"
-                folder.mkdir()
-                for name_read, source in (("ds", shelf / "ds"), ("logs", inputs / "logs"),
-                                          ("report.json", inputs / "report.json")):
-                    os.symlink(source, folder / name_read)
-                with live_locks(shelf):
-                    code, _, stderr, _ = zygote.run(argv, folder)
-                lines = stderr.strip().splitlines()
-                refused.setdefault(name, set()).add(code)
-                if "Traceback" in stderr:
-                    broken.append(f"{name} {argv}: a traceback: {lines[-1]}")
-                elif code == 2 and sum(line.startswith("error:") for line in lines) != 1:
-                    broken.append(f"{name}: {len(lines)} stderr lines: {stderr.strip()[-300:]}")
-                if tree(shelf) != before:
-                    changed = sorted(set(tree(shelf).items()) ^ set(before.items()))
-                    broken.append(f"{name} {argv} (exit {code}) changed a folder of ours: {changed[:2]}")
-                    shutil.rmtree(shelf)
-                    pytest.fail("\n".join(broken))
-        finally:
-            zygote.close()
+        zygote = shared(command)
+        for n, (name, argv) in enumerate(jobs):
+            folder = tmp_path / f"{command}_{n}"
+            folder.mkdir()
+            for name_read, source in (("ds", shelf / "ds"), ("logs", inputs / "logs"),
+                                      ("report.json", inputs / "report.json")):
+                os.symlink(source, folder / name_read)
+            with live_locks(shelf):
+                code, _, stderr, _ = zygote.run(argv, folder)
+            lines = stderr.strip().splitlines()
+            refused.setdefault(name, set()).add(code)
+            if "Traceback" in stderr:
+                broken.append(f"{name} {argv}: a traceback: {lines[-1]}")
+            elif code == 2 and sum(line.startswith("error:") for line in lines) != 1:
+                broken.append(f"{name}: {len(lines)} stderr lines: {stderr.strip()[-300:]}")
+            if tree(shelf) != before:
+                changed = sorted(set(tree(shelf).items()) ^ set(before.items()))
+                broken.append(f"{name} {argv} (exit {code}) changed a folder of ours: {changed[:2]}")
+                shutil.rmtree(shelf)
+                pytest.fail("\n".join(broken))
     broken += [f"{name}: not refused at every place of ours (exits {sorted(refused.get(name, {None}))})"
                for name in sorted(WRITERS) if refused.get(name) != {2}]
     assert not broken, "\n".join(broken)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from zygote import Zygote, tree
+from zygote import Zygote, shared, tree
 
 import collect_dataset
 from datasets_io.formats import find, read_collection
@@ -121,37 +121,31 @@ def refused(zygote: Zygote, option: str, line: list[str], out: Path) -> str | No
 
 
 def test_the_same_command_continues_and_another_value_is_refused(tmp_path: Path) -> None:
-    zygote = Zygote("collect_dataset")
+    zygote = shared("collect_dataset")
     broken = []
-    try:
-        for n, (option, (value, other)) in enumerate(VALUES.items()):
-            out = tmp_path / f"case{n}" / "ds"
-            out.parent.mkdir()
-            broken += [f"{option} {' '.join(value)}: {problem}" for problem in
-                       grow(zygote, words(option, value), out, stop_first=False)]
-            if other is not None and (problem := refused(zygote, option, words(option, other), out)):
-                broken.append(f"{option}: {problem}")
-    finally:
-        zygote.close()
+    for n, (option, (value, other)) in enumerate(VALUES.items()):
+        out = tmp_path / f"case{n}" / "ds"
+        out.parent.mkdir()
+        broken += [f"{option} {' '.join(value)}: {problem}" for problem in
+                   grow(zygote, words(option, value), out, stop_first=False)]
+        if other is not None and (problem := refused(zygote, option, words(option, other), out)):
+            broken.append(f"{option}: {problem}")
     assert not broken, "\n".join(broken)
 
 
 @pytest.mark.slow
 def test_every_pair_of_options_continues_after_ctrl_c(tmp_path: Path) -> None:
-    zygote = Zygote("collect_dataset")
+    zygote = shared("collect_dataset")
     broken = []
-    try:
-        for n, (a, b) in enumerate(itertools.combinations(VALUES, 2)):
-            line = words(a, VALUES[a][0])
-            extra = words(b, VALUES[b][0])[len(BASE):]
-            out = tmp_path / f"pair{n}" / "ds"
-            out.parent.mkdir()
-            code, _, _, _ = zygote.run([*line, *extra, "--episodes", str(looks([*line, *extra])), "--output",
-                                        str(out.parent / "probe")], out.parent)
-            if code == 2:  # a pair the parser or the plan refuses together (one line): nothing to resume
-                continue
-            broken += [f"{a} + {b}: {problem}" for problem in grow(zygote, [*line, *extra], out, stop_first=True)]
-    finally:
-        zygote.close()
+    for n, (a, b) in enumerate(itertools.combinations(VALUES, 2)):
+        line = words(a, VALUES[a][0])
+        extra = words(b, VALUES[b][0])[len(BASE):]
+        out = tmp_path / f"pair{n}" / "ds"
+        out.parent.mkdir()
+        code, _, _, _ = zygote.run([*line, *extra, "--episodes", str(looks([*line, *extra])), "--output",
+                                    str(out.parent / "probe")], out.parent)
+        if code == 2:  # a pair the parser or the plan refuses together (one line): nothing to resume
+            continue
+        broken += [f"{a} + {b}: {problem}" for problem in grow(zygote, [*line, *extra], out, stop_first=True)]
     assert not broken, "\n".join(broken)
 

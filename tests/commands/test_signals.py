@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HANG_S, REPO, interruptible, run_script
-from zygote import Zygote, tree
+from zygote import Zygote, shared, tree
 
 
 @dataclass
@@ -134,7 +134,7 @@ def interrupt_cases(name: str, moments: int, tmp_path: Path, dataset: Path) -> l
     """The scenario run whole, then interrupted at `moments` moments over its length; each broken promise, one
     line."""
     scenario = SCENARIOS[name]
-    zygote, verifier = Zygote(scenario.command), Zygote("collect_dataset")
+    zygote, verifier = shared(scenario.command), shared("collect_dataset")
     broken = []
 
     def prepared(n: int) -> tuple[Path, dict[str, str]]:
@@ -144,39 +144,35 @@ def interrupt_cases(name: str, moments: int, tmp_path: Path, dataset: Path) -> l
         (folder / "notes.txt").write_text("the user's\n")
         return folder, tree(folder)
 
-    try:
-        folder, _ = prepared(0)
-        code, out, err, length = zygote.run(scenario.argv, folder)
-        assert code == 0, err[-2000:]
-        assert scenario.complete(folder, code, out, verifier) is None, scenario.complete(folder, code, out, verifier)
-        for n in range(1, moments + 1):
-            folder, before = prepared(n)
-            at = 0.05 + (length * 1.1) * (n - 0.5 + 0.4 * ((n * 0.618) % 1 - 0.5)) / moments
-            signum = signal.SIGINT if (n + list(SCENARIOS).index(name)) % 2 else signal.SIGTERM  # both, over all
-            code, out, err, _ = zygote.run(scenario.argv, folder, at, signum)
-            where = f"{name}: {signal.Signals(signum).name} at {at:.2f} s of {length:.2f} s (exit {code})"
-            leftovers = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.partial"))
-            if "Traceback" in err or "Exception ignored" in err:
-                broken.append(f"{where}: {err.strip().splitlines()[-1]}")
-            elif leftovers:
-                broken.append(f"{where}: left {leftovers}")
-            elif code == 130:
-                new = {k: v for k, v in tree(folder).items() if before.get(k) != v}
-                gone = [k for k in before if k not in tree(folder)]
-                if gone:
-                    broken.append(f"{where}: removed {gone[:3]}")
-                elif scenario.kept is None and new:
-                    broken.append(f"{where}: left {sorted(new)[:3]}")
-                elif scenario.kept is not None and (problem := scenario.kept(folder, verifier)):
-                    broken.append(f"{where}: {problem}")
-            elif code == 0:
-                if (problem := scenario.complete(folder, code, out, verifier)) is not None:
-                    broken.append(f"{where}: exit 0 but {problem}")
-            else:
-                broken.append(f"{where}: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
-    finally:
-        zygote.close()
-        verifier.close()
+    folder, _ = prepared(0)
+    code, out, err, length = zygote.run(scenario.argv, folder)
+    assert code == 0, err[-2000:]
+    assert scenario.complete(folder, code, out, verifier) is None, scenario.complete(folder, code, out, verifier)
+    for n in range(1, moments + 1):
+        folder, before = prepared(n)
+        at = 0.05 + (length * 1.1) * (n - 0.5 + 0.4 * ((n * 0.618) % 1 - 0.5)) / moments
+        signum = signal.SIGINT if (n + list(SCENARIOS).index(name)) % 2 else signal.SIGTERM  # both, over all
+        code, out, err, _ = zygote.run(scenario.argv, folder, at, signum)
+        where = f"{name}: {signal.Signals(signum).name} at {at:.2f} s of {length:.2f} s (exit {code})"
+        leftovers = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.partial"))
+        if "Traceback" in err or "Exception ignored" in err:
+            broken.append(f"{where}: {err.strip().splitlines()[-1]}")
+        elif leftovers:
+            broken.append(f"{where}: left {leftovers}")
+        elif code == 130:
+            new = {k: v for k, v in tree(folder).items() if before.get(k) != v}
+            gone = [k for k in before if k not in tree(folder)]
+            if gone:
+                broken.append(f"{where}: removed {gone[:3]}")
+            elif scenario.kept is None and new:
+                broken.append(f"{where}: left {sorted(new)[:3]}")
+            elif scenario.kept is not None and (problem := scenario.kept(folder, verifier)):
+                broken.append(f"{where}: {problem}")
+        elif code == 0:
+            if (problem := scenario.complete(folder, code, out, verifier)) is not None:
+                broken.append(f"{where}: exit 0 but {problem}")
+        else:
+            broken.append(f"{where}: {err.strip().splitlines()[-1] if err.strip() else 'no message'}")
     return broken
 
 
