@@ -214,7 +214,7 @@ class Writer:
 
 
 TOOLS = {"plot_curves", "plot_scaling", "export_policy"}
-EVALUATE = ["--policy", "random", "--episodes", "1", "--videos", "0"]
+EVALUATE = ["--episodes", "1", "--videos", "0"]  # the demonstrator: its episode (and GIF) ends early
 JUDGE = ["--imitation", "--learner", "mlp", "--train-steps", "2", "--seeds", "1", "--episodes", "1",
          "--exec-horizon", "8", "--workers", "1"]
 WRITERS = [

@@ -35,7 +35,7 @@ def test_report_cli_with_imitation_writes_the_documented_keys(tiny_dataset, tmp_
     out, plot = tmp_path / "report.json", tmp_path / "scaling.png"
     result = run_script("dataset_report.py", str(tiny_dataset / "zarr"), "--imitation", "--train-steps", "20",
                         "--episodes", "1", "--seeds", "2", "--exec-horizon", "8", "4", "--max-frames", "50",
-                        "--reference", str(tiny_dataset / "lerobot"), "--workers", "2", "--plot", str(plot),
+                        "--reference", str(tiny_dataset / "lerobot"), "--plot", str(plot),
                         "--json", str(out))
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
