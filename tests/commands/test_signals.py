@@ -104,6 +104,11 @@ SCENARIOS = {
                                                             "--max-steps", "30", "--format", "minari", "--tier",
                                                             "random", "--output", "out"], collect_complete,
                                         collect_kept),
+    # a training run's last episodes (the run's policy is better then: short episodes), played back
+    "collect play": Scenario("collect_dataset", ["--checkpoint", str(REPO / "assets" / "medium_replay.pt"), "--play",
+                                                 "--start-seed", "2040", "--episodes", "4", "--keep-failures",
+                                                 "--format", "zarr", "--output", "out"], collect_complete,
+                             collect_kept),
     "verify": Scenario("collect_dataset", ["--verify", "ds"], verify_complete),
     "edit new look": Scenario("edit_dataset", ["convert", "ds", "--format", "zarr", "--appearance", "colors",
                                                "--output", "out"], edit_complete),
