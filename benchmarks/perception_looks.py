@@ -55,9 +55,6 @@ LEVERS = {
     "full wide": ("full", 1, 64, replace(BASE, channels=(32, 64, 64))),
     "plain+camera": ("none", 1, 64, replace(BASE, camera_augment=True)),
     "plain+augment+camera": ("none", 1, 64, replace(BASE, augment=True, camera_augment=True)),
-    "full+augment+camera": ("full", 1, 64, replace(BASE, augment=True, camera_augment=True)),
-    "plain 256+augment+camera, 3x steps": ("none", 1, 256, replace(BASE, steps=90_000, augment=True,
-                                                                    camera_augment=True)),
     "full 96px": ("full", 1, 64, replace(BASE, pixels=96, strides=(2, 2, 2))),
 }
 EVAL_LEVELS = appearance.EVAL_LEVELS

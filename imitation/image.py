@@ -99,8 +99,8 @@ def camera_warp(images: torch.Tensor, shift: torch.Tensor, rotation: torch.Tenso
     """(B, 3, H, W) 0-255 images of the board seen through the camera env/appearance.py draws for a look: `shift`
     (B, 2) in board px, `rotation` (B,) in degrees, `zoom` (B,), about the image centre. Edge pixels fill what the
     view uncovers, as the walls' colour does in a render."""
-    angle = torch.deg2rad(rotation.double())
-    cos, sin = angle.cos() / zoom.double(), angle.sin() / zoom.double()
+    angle, zoom = torch.deg2rad(rotation.double()), zoom.double()
+    cos, sin = angle.cos() / zoom, angle.sin() / zoom
     inverse = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], 1)  # output → input
     offset = shift.double()[:, :, None] / (appearance.BOARD / 2)  # in the [-1, 1] units of affine_grid
     theta = torch.cat([inverse, -(inverse @ offset)], 2).float().to(images.device)

@@ -13,6 +13,7 @@ from conftest import collect_tiny
 from test_imitation_training import assert_same_weights
 
 from datasets_io.readers import read_demonstrations
+from env import appearance
 from env.pusht_wrapper import make_env
 from imitation import image
 
@@ -62,8 +63,6 @@ def test_the_held_out_episodes_are_whole_trajectories_and_seen_in_every_look(ren
 def test_the_camera_augmentation_moves_the_board_as_a_full_look_s_camera_does(shift, rotation, zoom):
     """A plain render warped by `camera_warp` is, away from the edges, the render drawn through that look's camera;
     the opposite rotation or shift is not (the augmentation imitates the data, not merely some warp)."""
-    from env import appearance
-
     env = make_env()
     states = np.array([[200.0, 300.0, 260.0, 250.0, 0.7]])
     plain = appearance.Appearance(level="full")  # gym-pusht's colours through the renderer that draws the camera
