@@ -6,11 +6,12 @@ from __future__ import annotations
 import colorsys
 
 import numpy as np
+import pygame
 import pytest
 
 from datasets_io.episode import replay
 from env import appearance
-from env.appearance import DEFAULT_COLORS, EVAL_LEVELS, LEVELS, Appearance, draw, render
+from env.appearance import DEFAULT_COLORS, EVAL_LEVELS, LEVELS, Appearance, board_pixels, draw, render
 from env.pusht_wrapper import PUSHT_ENV_ID, make_env
 
 SEEDS = range(40)
@@ -24,11 +25,21 @@ def env():
 
 
 def test_none_is_the_envs_own_render(env) -> None:
+    rng = np.random.default_rng(0)
     for seed in range(3):
         env.reset(seed=seed)
-        assert np.array_equal(render(env.unwrapped, draw("none", seed)), env.unwrapped._render(visualize=False))
-        assert np.array_equal(render(env.unwrapped, None, 224), env.unwrapped._get_img(
-            env.unwrapped._draw(), width=224, height=224))
+        for _ in range(10):  # the bodies anywhere a rollout takes them
+            env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+            assert np.array_equal(render(env.unwrapped, draw("none", seed)), env.unwrapped._render(visualize=False))
+            for size in (64, 224, 680):
+                assert np.array_equal(render(env.unwrapped, None, size), env.unwrapped._get_img(
+                    env.unwrapped._draw(), width=size, height=size))
+
+
+def test_the_board_is_read_as_gym_pusht_reads_it() -> None:
+    screen = pygame.Surface((512, 512))
+    pygame.surfarray.blit_array(screen, np.random.default_rng(1).integers(0, 2**24, (512, 512)))
+    assert np.array_equal(board_pixels(screen), np.transpose(np.array(pygame.surfarray.pixels3d(screen)), (1, 0, 2)))
 
 
 @pytest.mark.parametrize("level", ["colors", "full", "heldout"])
