@@ -55,8 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--learner", nargs="+", choices=list(LEARNERS), default=list(ReportRequest.learner),
                         help="learners to train: mlp (regression), flow (flow matching), image (flow matching on the "
                              "96x96 render + agent xy), image-varied (the same with the perception budget varied "
-                             "looks need: 18k perception steps), image-augmented (image-varied trained on every "
-                             "frame in random colours through a random camera change: augmentation alone), unet "
+                             "looks need: 18k perception steps), image-long (three times that schedule: 54k), "
+                             "image-augmented (image-varied trained on every frame in random colours through a "
+                             "random camera change: augmentation alone), unet "
                              "(Diffusion Policy's network: a GPU's learner) "
                              "(default: mlp flow)")
     parser.add_argument("--seeds", type=int, default=ReportRequest.seeds,

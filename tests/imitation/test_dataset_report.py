@@ -352,7 +352,7 @@ def test_work_dir_never_reuses_a_job_for_other_data_or_with_edited_figures(tiny_
 
 
 TINY = {"mlp": {"hidden": 16}, "flow": {"width": 32, "blocks": 1, "cond_dim": 16},
-        **{name: {"width": 32, "blocks": 1, "cond_dim": 16} for name in ("image", "image-varied", "image-augmented")},
+        **{name: {"width": 32, "blocks": 1, "cond_dim": 16} for name in LEARNERS if name.startswith("image")},
         "unet": {"down_dims": (8, 16), "groups": 4, "cond_dim": 16}}
 
 
