@@ -49,10 +49,6 @@ class ImageFlowConfig(FlowConfig):
     input_norm: bool = False  # each image's channels standardised by their own mean and spread: tints cancel
     augment: bool = False  # each training image in random colours (photometric; nothing moves): what a look varies
     camera_augment: bool = False  # each training image through a camera change drawn as the `full` looks draw one
-    # the head sees its training frames' estimates moved as unseen looks move them (env px: a shift of the block's
-    # keypoints per window, and as much again per keypoint): the estimates it trains on are those of frames the
-    # perception learned, closer than any it meets acting
-    head_noise: float = 0.0
     # the head is the state `flow` learner's (512 wide, batch 256, 10k steps): the 256-wide head at 6k steps held
     # the learner at 11 % on our data, this one reaches 88 %, in 13 min of one core (docs/experiments.md)
     full_steps: ClassVar[int | None] = None  # 10k is its measured budget: the state head's 30k is not measured here
@@ -268,16 +264,6 @@ def point_errors(estimates: torch.Tensor, truth: torch.Tensor) -> dict:
     return {"agent_px": float(distance[:, 0].mean()), "keypoints_px": float(distance[:, 1:].mean())}
 
 
-def estimate_noise(batch: int, config: ImageFlowConfig, generator: torch.Generator) -> torch.Tensor:
-    """(batch, n_obs·18) offsets for windows of observations: the block's 8 keypoints shifted together by one draw
-    per window (a look's steady error) plus one per keypoint and frame, each N(0, head_noise²) a coordinate; the
-    given agent xy untouched."""
-    shift = torch.randn((batch, 1, 1, 2), generator=generator)
-    jitter = torch.randn((batch, config.n_obs, POINTS - 1, 2), generator=generator)
-    block = config.head_noise * (shift + jitter)
-    return torch.cat([torch.zeros(batch, config.n_obs, 1, 2), block], dim=2).reshape(batch, -1)
-
-
 def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowConfig(), progress: bool = True,
         work_dir: Path | None = None) -> tuple[ImageFlowPolicy, dict]:
     """Train the perception, then the head on its estimates, over every frame of `episodes` (read with images),
@@ -313,10 +299,8 @@ def fit(episodes: Sequence[Demonstration], config: ImageFlowConfig = ImageFlowCo
     target_t = policy.act_norm(torch.as_tensor(actions, device=config.device))
 
     def head_loss(model: nn.Module, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        observed = windows_t[index.to(config.device)]
-        if config.head_noise > 0:
-            observed = observed + estimate_noise(len(index), config, generator).to(config.device)
-        return model.conditioned_flow_loss(model.obs_encoder.state(observed), target_t[index], generator)
+        index = index.to(config.device)
+        return model.conditioned_flow_loss(model.obs_encoder.state(windows_t[index]), target_t[index], generator)
 
     trained, head = train(policy, head_loss, len(obs_index), config, "imitation: training image head", progress,
                           work_dir / "head.pt" if work_dir else None)

@@ -79,17 +79,3 @@ def test_the_camera_augmentation_moves_the_board_as_a_full_look_s_camera_does(sh
     jittered = image.camera_jitter(straight.expand(8, -1, -1, -1), generator)
     assert jittered.shape == (8, 3, 96, 96) and len({float(j.sum()) for j in jittered}) == 8  # one camera an image
 
-
-def test_the_head_noise_moves_the_block_s_keypoints_as_a_look_does_and_never_the_given_agent():
-    config = replace(TINY_IMAGE, head_noise=3.0)
-    noise = image.estimate_noise(4096, config, torch.Generator().manual_seed(0))
-    points = noise.reshape(4096, config.n_obs, image.POINTS, 2)
-    assert torch.all(points[:, :, 0] == 0)  # the agent xy is given, not estimated
-    block = points[:, :, 1:]
-    # the shared shift: every keypoint of a window moves with it, so their mean moves by it (± the jitter's mean)
-    shared = block.mean(dim=(1, 2))
-    assert shared.std() == pytest.approx(3.0 * (1 + 1 / (config.n_obs * 8)) ** 0.5, rel=0.05)
-    # the jitter: each keypoint and frame apart from the shared shift
-    assert (block - shared[:, None, None]).std() == pytest.approx(3.0 * (1 - 1 / (config.n_obs * 8)) ** 0.5, rel=0.05)
-    again = image.estimate_noise(4096, config, torch.Generator().manual_seed(0))
-    assert torch.equal(noise, again)  # drawn from the training's generator: a seed gives the same run
