@@ -78,4 +78,3 @@ def test_the_camera_augmentation_moves_the_board_as_a_full_look_s_camera_does(sh
     generator = torch.Generator().manual_seed(0)
     jittered = image.camera_jitter(straight.expand(8, -1, -1, -1), generator)
     assert jittered.shape == (8, 3, 96, 96) and len({float(j.sum()) for j in jittered}) == 8  # one camera an image
-
