@@ -1,5 +1,5 @@
 """The one execution seam of the embarrassingly parallel work (collection episodes, judge jobs): a lazily fed map
-over this process, a pool of spawned local processes, or Ray tasks on a cluster, with the same results on each.
+over this process, a pool of local processes, or Ray tasks on a cluster, with the same results on each.
 
 A run hands over `setup` and `context`, both picklable: every worker calls setup(context) once and gets the function
 that turns one item into its result, so heavy state (an env and a policy, a judgement's datasets) is built or sent
@@ -50,7 +50,7 @@ RAY_CONNECT_S = 10.0  # how long a cluster's HOST:PORT may take to accept a conn
 
 @dataclass(frozen=True)
 class Backend:
-    """Where items run: this process (1 worker, no Ray), `workers` spawned processes, or at most `workers` Ray tasks
+    """Where items run: this process (1 worker, no Ray), `workers` local processes, or at most `workers` Ray tasks
     at a time on the cluster at `ray` ("": RAY_ADDRESS if set, else a local Ray started for the run)."""
 
     workers: int = 1
@@ -179,7 +179,8 @@ class _Worker:
 
 
 class _Processes:
-    """Spawned local processes (fresh interpreters, so none inherits the driver's threads or state), one pipe each,
+    """Local processes forked from a fork server (a fresh interpreter that imported the run's modules once, so no
+    worker inherits the driver's threads or state, and N workers cost one import of torch, not N), one pipe each,
     driven from the caller's thread alone. ProcessPoolExecutor reads results in a thread of its own, which waits
     forever (and holds the interpreter's exit) on a result a worker was ended halfway through sending."""
 
@@ -189,11 +190,14 @@ class _Processes:
         self.tickets = itertools.count()
 
     def _start(self) -> _Worker:
-        spawn = multiprocessing.get_context("spawn")
-        ours, theirs = spawn.Pipe()
+        server = multiprocessing.get_context("forkserver")
+        # what the server imports before it forks: the setup's module, and with it the heavy ones (torch, the env);
+        # read when this process first starts the server, which then serves every later run of this process too
+        server.set_forkserver_preload([__name__, self.setup.__module__])
+        ours, theirs = server.Pipe()
         # a daemon, as multiprocessing.Pool's workers: ended with the driver, whatever state it leaves them in (so a
         # task cannot start processes of its own; none of ours does)
-        process = spawn.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
+        process = server.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
         # The worker starts with SIGINT blocked (the mask is inherited; held here only while it starts), so a Ctrl-C
         # to the terminal's group while it imports, before _serve ignores SIGINT, is no traceback of its own. The
         # resource tracker first: starting it unblocks SIGINT.

@@ -55,7 +55,7 @@ def merged(base: list[str], extra: list[str]) -> list[str]:
     return [*kept, *extra]
 
 
-_busy: dict[str, threading.Lock] = {}  # per test process: a command's shared zygote runs one case at a time
+_busy = threading.Lock()  # per test process: the shared zygote runs one case at a time
 
 
 def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess:
@@ -66,7 +66,7 @@ def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) 
     cwd = Path(kwargs.pop("cwd", REPO))
     module = script[:-3].replace("/", ".")
     if not kwargs and script.endswith(".py") and "/" not in script.removeprefix("tools/"):
-        if (lock := _busy.setdefault(module, threading.Lock())).acquire(blocking=False):
+        if _busy.acquire(blocking=False):
             from zygote import shared
 
             try:
@@ -74,7 +74,7 @@ def run_script(script: str, *args: str, timeout: float | None = None, **kwargs) 
                     code, out, err, _ = shared(module, bars=True).run(list(args), cwd, deadline=timeout or HANG_S,
                                                                       streams=Path(streams), env=child_env())
             finally:
-                lock.release()
+                _busy.release()
             if code is None:
                 raise subprocess.TimeoutExpired([script, *args], timeout or HANG_S, out, err)
             return subprocess.CompletedProcess([script, *args], code, out, err)

@@ -1,7 +1,9 @@
-"""Commands run as a user runs them, thousands of times, cheaply: a zygote process imports a command's module once
-and forks a child per run (its own process group, signals at their defaults, in its own folder), so a run costs
-its work, not an import of torch (nor the compiler stack torch's optimisers load on first use). The harnesses of
-tests/commands use it, and conftest.run_script for every command run that needs no environment of its own."""
+"""Commands run as a user runs them, thousands of times, cheaply: a zygote process imports each command's module
+once, on its first run, and forks a child per run (its own process group, signals at their defaults, in its own
+folder), so a run costs its work, not an import of torch (nor the compiler stack torch's optimisers load on first
+use). One zygote serves every command of a test process: torch and the env are imported once per test process, not
+once per command. The harnesses of tests/commands use it, and conftest.run_script for every command run that needs
+no environment of its own."""
 
 from __future__ import annotations
 
@@ -21,18 +23,18 @@ from conftest import REPO
 ZYGOTE = r"""
 import importlib, json, os, signal, sys, traceback
 sys.path.insert(0, sys.argv[1])
-module = importlib.import_module(sys.argv[2])
-if "torch" in sys.modules:  # what torch's first optimiser or compiled function would load in every child
-    import torch._dynamo  # noqa: F401
-sys.argv = [sys.argv[2].replace(".", "/") + ".py"]
 for line in sys.stdin:
     case = json.loads(line)
+    module = importlib.import_module(case["command"])  # here, before the fork: imported once, for every later run
+    if "torch" in sys.modules:  # what torch's first optimiser or compiled function would load in every child
+        import torch._dynamo  # noqa: F401
     pid = os.fork()
     if pid == 0:
         os.setpgid(0, 0)  # its own group, as a shell's job: a signal reaches it and any worker it starts
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        sys.argv = [case["command"].replace(".", "/") + ".py"]
         os.chdir(case["cwd"])
         if case.get("env") is not None:  # the caller's environment now (a test may have set a variable since)
             os.environ.clear()
@@ -69,16 +71,27 @@ def tree(root: Path) -> dict[str, str]:
     return found
 
 
-class Zygote:
-    """One command module imported once; each `run` forks a child that runs its main(argv) in `cwd`."""
+class _Server:
+    """The zygote process: command modules imported on first use; each case is forked and reaped in turn."""
 
-    def __init__(self, command: str, bars: bool = False) -> None:
-        """`command`: a module name (`train`, `tools.plot_curves`); `bars`: progress bars drawn as for a user (the
-        harnesses turn them off)."""
+    def __init__(self, bars: bool) -> None:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "SDL_VIDEODRIVER": "dummy", "PYTHONUNBUFFERED": "1",
                **({} if bars else {"TQDM_DISABLE": "1"})}
-        self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO), command], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(REPO)], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.process.stdout.close()
+
+
+class Zygote:
+    """One command of the shared zygote; each `run` forks a child that runs its main(argv) in `cwd`."""
+
+    def __init__(self, server: _Server, command: str) -> None:
+        """`command`: a module name (`train`, `tools.plot_curves`)."""
+        self.server, self.command = server, command
 
     def run(self, argv: list[str], cwd: Path, signal_after: float | None = None,
             signum: int = signal.SIGINT, deadline: float | None = None,
@@ -90,17 +103,18 @@ class Zygote:
         try:
             return self._run(argv, cwd, signal_after, signum, deadline, streams, env)
         except BaseException:  # a run cut off half way (a failed test, Ctrl-C): its answers would reach the next
-            self.process.kill()
+            self.server.process.kill()
             raise
 
     def _run(self, argv: list[str], cwd: Path, signal_after: float | None, signum: int, deadline: float | None,
              streams: Path | None, env: dict[str, str] | None) -> tuple[int, str, str, float]:
         where, stem = (streams, "run") if streams is not None else (cwd.parent, cwd.name)
         out, err = where / f"{stem}.out", where / f"{stem}.err"
-        case = {"argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "env": env}
-        self.process.stdin.write(json.dumps(case) + "\n")
-        self.process.stdin.flush()
-        pid = json.loads(self.process.stdout.readline())
+        process = self.server.process
+        case = {"command": self.command, "argv": argv, "cwd": str(cwd), "out": str(out), "err": str(err), "env": env}
+        process.stdin.write(json.dumps(case) + "\n")
+        process.stdin.flush()
+        pid = json.loads(process.stdout.readline())
         started = time.perf_counter()
         if signal_after is not None:
             time.sleep(signal_after)
@@ -110,7 +124,7 @@ class Zygote:
                 pass
         if deadline is not None:
             answer: queue.SimpleQueue = queue.SimpleQueue()
-            threading.Thread(target=lambda: answer.put(self.process.stdout.readline()), daemon=True).start()
+            threading.Thread(target=lambda: answer.put(process.stdout.readline()), daemon=True).start()
             try:
                 line = answer.get(timeout=deadline)
             except queue.Empty:
@@ -118,31 +132,26 @@ class Zygote:
                 answer.get()  # the zygote reaps it and says so
                 return None, out.read_text(), err.read_text(), time.perf_counter() - started
             return json.loads(line), out.read_text(), err.read_text(), time.perf_counter() - started
-        code = json.loads(self.process.stdout.readline())
+        code = json.loads(process.stdout.readline())
         return code, out.read_text(), err.read_text(), time.perf_counter() - started
 
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-        self.process.stdout.close()
 
-
-_shared: dict[tuple[str, bool], Zygote] = {}
+_shared: dict[bool, _Server] = {}
 
 
 def shared(command: str, bars: bool = False) -> Zygote:
-    """This test process's zygote of `command`, started on first use and kept for every later test (closed when
+    """`command` run by this test process's zygote, started on first use and kept for every later test (closed when
     the session ends): importing a command and torch's compiler stack costs seconds, a harness case a fraction
     of one. A zygote keeps no state between runs (each run is a fork), so tests cannot see each other's; one
-    whose run was cut off is replaced."""
-    zygote = _shared.get((command, bars))
-    if zygote is None or zygote.process.poll() is not None:
-        zygote = _shared[command, bars] = Zygote(command, bars)
-    return zygote
+    whose run was cut off is replaced. `bars`: progress bars drawn as for a user (the harnesses turn them off)."""
+    server = _shared.get(bars)
+    if server is None or server.process.poll() is not None:
+        server = _shared[bars] = _Server(bars)
+    return Zygote(server, command)
 
 
 def close_shared() -> None:
-    for zygote in _shared.values():
-        if zygote.process.poll() is None:
-            zygote.close()
+    for server in _shared.values():
+        if server.process.poll() is None:
+            server.close()
     _shared.clear()

@@ -355,7 +355,7 @@ def test_workers_hand_over_the_frame_encodings_their_writers_need(names, use_vid
 
     job = Job(None, 0.0, 96, 4, formats=names, use_video=use_video)
     ((_, (episode,)),) = parallel.imap(worker_collector, job, [3], parallel.Backend(2), str)
-    assert {"image_stats", "png_frames"} & vars(episode).keys() == prepared  # computed in the spawned process
+    assert {"image_stats", "png_frames"} & vars(episode).keys() == prepared  # computed in the worker process
     fresh = dataclasses.replace(episode)  # the same episode, nothing cached: the writer's own computation
     if "png_frames" in prepared:
         assert episode.png_frames == fresh.png_frames

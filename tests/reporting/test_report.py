@@ -140,11 +140,11 @@ def judging(argv: list[str], ready: Callable[[int, str], bool]) -> tuple[int, st
 
 
 def workers_importing(pid: int, _drawn: str) -> bool:
-    """Whether both of `pid`'s worker processes are started (spawned: the first seconds import torch)."""
+    """Whether `pid`'s fork server is started (its first seconds import torch, before it forks the workers)."""
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return sum("spawn_main" in Path(f"/proc/{child}/cmdline").read_text(errors="replace")
-                   for child in children) == 2
+        return any("multiprocessing.forkserver" in Path(f"/proc/{child}/cmdline").read_text(errors="replace")
+                   for child in children)
     except OSError:  # a child gone between the listing and its reading
         return False
 
