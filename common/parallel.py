@@ -135,8 +135,8 @@ def _serve(connection: Connection, setup: Setup, context: Any) -> None:
     """One local worker process: prepare once, then answer each item on the pipe in turn until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and keeps what is complete
     # The locks a task makes (tqdm makes one for its bars, even disabled ones) are then unlinked as soon as made, as
-    # under fork: as spawn's named semaphores, a worker that close() terminates mid-task would leave them to the
-    # resource tracker, which reports them as leaked after the driver's last line.
+    # under fork: as the fork server context's named semaphores, a worker that close() terminates mid-task would
+    # leave them to the resource tracker, which reports them as leaked after the driver's last line.
     multiprocessing.set_start_method("fork", force=True)
     try:
         run, failure = setup(context), None

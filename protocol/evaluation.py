@@ -1,6 +1,6 @@
 """pusht-eval-v1 run for a policy: every start's record, videos and a GIF, the metrics JSON (evaluate.py's work).
 
-The starts run through the one execution seam (common/parallel.py): in this process or in --workers spawned
+The starts run through the one execution seam (common/parallel.py): in this process or in --workers local
 processes, with the same records, ordered by seed.
 """
 
