@@ -16,6 +16,7 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
 import pickle
@@ -194,19 +195,20 @@ class _Processes:
         # what the server imports before it forks: the setup's module, and with it the heavy ones (torch, the env);
         # read when this process first starts the server, which then serves every later run of this process too
         server.set_forkserver_preload([__name__, self.setup.__module__])
+        # The server starts with SIGINT blocked (the mask is inherited; held here only while it starts), and so does
+        # every worker it forks: a Ctrl-C to the terminal's group while the server imports, or before _serve ignores
+        # SIGINT, is no traceback of theirs. The resource tracker first: starting it unblocks SIGINT.
+        multiprocessing.resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         ours, theirs = server.Pipe()
         # a daemon, as multiprocessing.Pool's workers: ended with the driver, whatever state it leaves them in (so a
         # task cannot start processes of its own; none of ours does)
         process = server.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
-        # The worker starts with SIGINT blocked (the mask is inherited; held here only while it starts), so a Ctrl-C
-        # to the terminal's group while it imports, before _serve ignores SIGINT, is no traceback of its own. The
-        # resource tracker first: starting it unblocks SIGINT.
-        multiprocessing.resource_tracker.ensure_running()
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-        try:
-            process.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        process.start()  # waits for the server's imports the first time: a Ctrl-C meanwhile is noted, then acted on
         theirs.close()  # the worker holds the only other end: its death ends our reads
         self.workers.append(_Worker(process, ours, collections.deque()))
         return self.workers[-1]
