@@ -157,7 +157,7 @@ def final_distance(env, policy, seed: int, steps: int, exec_horizon: int = 8) ->
 
 @pytest.mark.parametrize("fit, config", [
     (mlp.fit, mlp.MLPConfig(hidden=128, layers=2, steps=1500, lr=2e-3)),
-    (flow.fit, flow.FlowConfig(width=128, blocks=2, cond_dim=64, steps=1500, lr=2e-3, ema_decay=0.99)),
+    (flow.fit, flow.FlowConfig(width=128, blocks=2, cond_dim=64, steps=600, lr=2e-3, ema_decay=0.99)),
     # ≈ 8 min on one core: Diffusion Policy's U-Net is a GPU's network
     pytest.param(unet.fit, unet.UNetConfig(down_dims=(32, 64), groups=4, cond_dim=32, steps=1500, lr=2e-3,
                                            ema_decay=0.99), marks=pytest.mark.slow),
