@@ -29,6 +29,15 @@ HANG_S = 1800
 sys.path.insert(0, str(REPO))
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """One test process more than the machine has cores (PYTEST_XDIST_AUTO_NUM_WORKERS still decides where set):
+    about a sixth of the suite's time is spent waiting (a signal's delay, an encoder's deadline, a command's
+    workers starting), which a third process fills on two cores (docs/experiments.md, twelfth session)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
+
+
 def pytest_configure(config: pytest.Config) -> None:
     import torch  # here, after the environment above is set
 
