@@ -189,12 +189,12 @@ class _Processes:
         self.setup, self.context, self.size = setup, context, workers
         self.workers: list[_Worker] = []  # started as items need them, up to `size`
         self.tickets = itertools.count()
-
-    def _start(self) -> _Worker:
-        server = multiprocessing.get_context("forkserver")
+        self.server = multiprocessing.get_context("forkserver")
         # what the server imports before it forks: the setup's module, and with it the heavy ones (torch, the env);
         # read when this process first starts the server, which then serves every later run of this process too
-        server.set_forkserver_preload([__name__, self.setup.__module__])
+        self.server.set_forkserver_preload([__name__, setup.__module__])
+
+    def _start(self) -> _Worker:
         # The server starts with SIGINT blocked (the mask is inherited; held here only while it starts), and so does
         # every worker it forks: a Ctrl-C to the terminal's group while the server imports, or before _serve ignores
         # SIGINT, is no traceback of theirs. The resource tracker first: starting it unblocks SIGINT.
@@ -204,10 +204,10 @@ class _Processes:
             multiprocessing.forkserver.ensure_running()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        ours, theirs = server.Pipe()
+        ours, theirs = self.server.Pipe()
         # a daemon, as multiprocessing.Pool's workers: ended with the driver, whatever state it leaves them in (so a
         # task cannot start processes of its own; none of ours does)
-        process = server.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
+        process = self.server.Process(target=_serve, args=(theirs, self.setup, self.context), daemon=True)
         process.start()  # waits for the server's imports the first time: a Ctrl-C meanwhile is noted, then acted on
         theirs.close()  # the worker holds the only other end: its death ends our reads
         self.workers.append(_Worker(process, ours, collections.deque()))
