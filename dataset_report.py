@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="learners to train: mlp (regression), flow (flow matching), image (flow matching on the "
                              "96x96 render + agent xy), image-varied (the same with the perception budget varied "
                              "looks need: 18k perception steps), image-long (three times that schedule: 54k), "
+                             "image-xlong (six times: 108k), "
                              "image-augmented (image-varied trained on every frame in random colours through a "
                              "random camera change: augmentation alone), unet "
                              "(Diffusion Policy's network: a GPU's learner) "
