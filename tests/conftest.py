@@ -29,6 +29,7 @@ HANG_S = 1800
 sys.path.insert(0, str(REPO))
 
 
+@pytest.hookimpl(optionalhook=True)  # a run with `-p no:xdist` has no such hook to implement
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """One test process more than the machine has cores (PYTEST_XDIST_AUTO_NUM_WORKERS still decides where set):
     about a sixth of the suite's time is spent waiting (a signal's delay, an encoder's deadline, a command's
