@@ -178,7 +178,8 @@ def test_corrupt_newest_checkpoint_falls_back_with_a_warning(tmp_path):
     assert first.returncode == 0, first.stderr
     newest = list_checkpoints(tmp_path / "ckpt")[-1]
     newest.write_bytes(newest.read_bytes()[:1000])  # a torn file, as a full disk would leave
-    path, _ = load_latest(tmp_path / "ckpt")
+    with pytest.warns(UserWarning, match="falling back to the older checkpoint ckpt_0000000300.pt"):
+        path, _ = load_latest(tmp_path / "ckpt")
     assert path.name == "ckpt_0000000300.pt"
     resumed = run_script("train.py", *args_for(tmp_path, 900))
     assert resumed.returncode == 0, resumed.stderr
