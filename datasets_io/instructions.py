@@ -83,6 +83,15 @@ def colour_named(sentence: str) -> str | None:
     return found[0] if found else None
 
 
+def for_level(sentences: list[str] | tuple[str, ...] | None, level: str) -> list[str] | None:
+    """`sentences` in the words a look at `level` allows: our paraphrases become their colour-free twins under a
+    level that redraws colours (index for index, so every episode keeps its sentence, said without colours); any
+    other set is returned as it is (a user's sentences are theirs to change)."""
+    if sentences is None:
+        return None
+    return list(COLOUR_FREE) if level != "none" and tuple(sentences) == PARAPHRASES else list(sentences)
+
+
 def colour_problems(collection: dict) -> list[str]:
     """Where a collection's instructions name a colour its looks redraw (its level is not "none"), one line each."""
     level = collection.get("appearance", "none")
@@ -124,7 +133,7 @@ def resolve(option: str, level: str = "none") -> tuple[str, ...] | None:
     if option == "fixed":
         return None
     if option == "paraphrase":
-        return PARAPHRASES if level == "none" else COLOUR_FREE
+        return tuple(for_level(PARAPHRASES, level))
     sentences = read_paraphrases(option)
     if level != "none" and (named := next((s for s in sentences if colour_named(s)), None)) is not None:
         raise BadInput(f"--instructions {option!r}: {named[:60]!r} names the colour {colour_named(named)!r}, which "

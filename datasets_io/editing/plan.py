@@ -192,9 +192,12 @@ def merged_settings(inputs: list[Input], image_size: int | None, names: tuple[st
              if key != "appearance" and not (key == "tier" and len(inputs) > 1)}
     levels = {source.level for source in inputs}
     level = appearance or (levels.pop() if len(levels) == 1 else MIXED)
+    if "instructions" in first:  # drawn again in colours of its own: our paraphrases said without colours
+        first["instructions"] = instructions.for_level(first["instructions"], level)
     if problems := instructions.colour_problems({**first, "appearance": level}):
         raise BadInput(f"{problems[0].removeprefix('instructions: ')} in the output: the words would contradict the "
-                       f"frames; keep --appearance none for these inputs")
+                       f"frames; keep --appearance none for these inputs, or collect them with sentences free of "
+                       f"colours")
     return {**first, "image_size": first["image_size"] if image_size is None else image_size,
             **({"appearance": level} if level != "none" else {})}
 

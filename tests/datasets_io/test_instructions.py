@@ -1,7 +1,8 @@
 """Instruction variation: each episode's instruction drawn from its seed, written as each format states a task (the
 LeRobot task tables and per-frame task index, RLDS's language_instruction, a zarr per-episode index), held to its
-seed by --verify, kept by the edits and --resume; bad --instructions values are one line with nothing written; and
-the real readers return each frame's own instruction (slow)."""
+seed by --verify, kept by the edits and --resume; under a varied look no instruction names a colour (the frames
+redraw them); bad --instructions values are one line with nothing written; and the real readers return each frame's
+own instruction (slow)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import edit_dataset
 from datasets_io import manifest
 from datasets_io.episode import TASK
 from datasets_io.formats import rlds, tfrecord
-from datasets_io.instructions import PARAPHRASES, task_index
+from datasets_io.instructions import PARAPHRASES, colour_named, task_index
 
 TINY = ["--policy", "random", "--keep-failures", "--max-steps", "8", "--episodes", "4"]
 
@@ -150,6 +151,70 @@ def test_a_file_of_sentences_is_the_instruction_set(tmp_path: Path, capsys) -> N
                                       str(root)], capsys)[0] == 0
     assert set(stored_tasks(root, "lerobot")) <= {"Push the T home.", "Put the T on its mark."}
     assert run(collect_dataset.main, ["--verify", str(root)], capsys)[0] == 0
+
+
+def first_coloured_seed() -> int:
+    """The first seed whose paraphrase, on gym-pusht's own look, names a colour."""
+    return next(seed for seed in range(1000) if colour_named(PARAPHRASES[task_index(PARAPHRASES, seed)]))
+
+
+@pytest.fixture(scope="module")
+def coloured_seeds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Paraphrased zarr collections of the same seeds, one of which names a colour on the plain look: one in
+    gym-pusht's look, one in `colors` looks."""
+    root = tmp_path_factory.mktemp("coloured")
+    seeds = ["--start-seed", str(max(first_coloured_seed() - 2, 0)), "--episodes", "5"]
+    for name, level in (("plain", "none"), ("varied", "colors")):
+        assert collect_dataset.main([*TINY[:-2], *seeds, "--instructions", "paraphrase", "--appearance", level,
+                                     "--format", "zarr", "--output", str(root / name)]) == 0
+    return root / "plain", root / "varied"
+
+
+def test_under_a_varied_look_each_episode_keeps_its_sentence_said_without_colours(coloured_seeds: tuple[Path, Path],
+                                                                                   capsys) -> None:
+    plain, varied = (stored_tasks(root, "zarr") for root in coloured_seeds)
+    assert any(colour_named(sentence) for sentence in plain)  # the plain look's words do name its colours
+    assert not any(colour_named(sentence) for sentence in varied)
+    assert not any(colour_named(sentence) for sentence in zarr.open_group(
+        str(coloured_seeds[1]), mode="r").attrs["collection"]["instructions"])
+    for said, unsaid in zip(plain, varied, strict=True):  # the same seed draws the same sentence, its colours left out
+        assert said == unsaid if not colour_named(said) else said != unsaid
+    assert run(collect_dataset.main, ["--verify", str(coloured_seeds[1])], capsys)[0] == 0
+
+
+def test_converting_to_a_varied_look_says_the_instructions_without_colours(coloured_seeds: tuple[Path, Path],
+                                                                           tmp_path: Path, capsys) -> None:
+    out = tmp_path / "converted"
+    assert run(edit_dataset.main, ["convert", str(coloured_seeds[0]), "--format", "zarr", "lerobot",
+                                   "--appearance", "colors", "--output", str(out)], capsys)[0] == 0
+    for fmt in ("zarr", "lerobot"):  # the sentences a collection in that look would have drawn
+        assert stored_tasks(out / fmt, fmt) == stored_tasks(coloured_seeds[1], "zarr"), fmt
+    assert run(collect_dataset.main, ["--verify", str(out)], capsys)[0] == 0
+
+
+def test_verify_fails_a_varied_dataset_whose_instructions_name_a_colour(coloured_seeds: tuple[Path, Path],
+                                                                        tmp_path: Path, capsys) -> None:
+    root = Path(shutil.copytree(coloured_seeds[1], tmp_path / "varied"))
+    group = zarr.open_group(str(root), mode="a")
+    group.attrs["collection"] = {**group.attrs["collection"], "instructions": list(PARAPHRASES)}
+    manifest.write(root)
+    code, out, _ = run(collect_dataset.main, ["--verify", str(root)], capsys)
+    assert code == 1 and "checksums OK" in out, out
+    assert any("names the colour" in line for line in out.splitlines() if line.strip().startswith("METADATA")), out
+
+
+@pytest.mark.parametrize("level", ["none", "colors", "full"])
+def test_a_file_naming_a_colour_is_refused_only_under_a_look_that_redraws_it(tmp_path: Path, capsys,
+                                                                            level: str) -> None:
+    sentences = tmp_path / "mine.txt"
+    sentences.write_text("Push the grey T home.\nPut the T on its mark.\n")
+    before = tree(tmp_path)
+    code, _, err = run(collect_dataset.main, [*TINY, "--instructions", str(sentences), "--appearance", level,
+                                              "--format", "zarr", "--output", str(tmp_path / "out")], capsys)
+    if level == "none":
+        assert code == 0
+    else:
+        assert code == 2 and "'grey'" in one_error(err) and tree(tmp_path) == before
 
 
 BAD_FILES = {"empty": b"", "only comments": b"# nothing\n\n", "not text": bytes(range(256)),
