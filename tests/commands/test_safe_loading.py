@@ -9,14 +9,18 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numcodecs
+import numpy as np
 import pytest
 import torch
-from conftest import one_error, run, tree
+import zarr
+from conftest import child_env, collect_tiny, one_error, run, run_script, tree
 
 import collect_dataset
 import evaluate
 import train
 from common.files import UnsafeCheckpointError, load_file
+from datasets_io import manifest
 from imitation.judge import LEARNER_FORMAT
 from protocol.policy_file import POLICY_FORMAT, TRAIN_FORMAT
 from tools import export_policy
@@ -110,3 +114,25 @@ def test_a_judge_jobs_training_checkpoint_that_runs_code_is_never_loaded(tmp_pat
     path = malicious(tmp_path / "work" / "job.partial" / "training.pt", CHECKPOINT_FORMAT, marker)
     assert _resume(path, LearnerConfig(), 100) is None
     assert not marker.exists()
+
+
+def test_a_zarr_array_that_unpickles_code_is_never_decoded_even_where_numcodecs_allows_it(tmp_path: Path) -> None:
+    """numcodecs decodes a Pickle-coded array only when NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE is set; a user who set it
+    for another project must still be safe with our commands: the dtypes and codecs are checked before any chunk."""
+    root = collect_tiny(tmp_path / "ds", 4, "zarr")
+    marker = tmp_path / "marker"
+    group = zarr.open_group(str(root), mode="a")
+    ends = group["meta/episode_ends"][:]
+    del group["meta/episode_ends"]
+    group.create_dataset("meta/episode_ends", data=np.array([Payload(marker), *ends[1:]], dtype=object),
+                         object_codec=numcodecs.Pickle())
+    manifest.write(root)  # a stranger's dataset, its checksums in order
+    before = tree(tmp_path)
+    env = {**child_env(), "NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE": "1"}
+    for script, *argv in (("collect_dataset.py", "--verify", str(root)), ("dataset_report.py", str(root)),
+                          ("edit_dataset.py", "select", str(root), "--episodes", "0:1", "--output",
+                           str(tmp_path / "out"))):
+        result = run_script(script, *argv, env=env)
+        assert not marker.exists(), f"{script} ran the array's code"
+        assert result.returncode == 2 and "episode_ends" in one_error(result.stderr), (script, result.stderr)
+    assert tree(tmp_path) == before
