@@ -343,6 +343,25 @@ def test_ctrl_c_saves_the_complete_episodes(tmp_path: Path, capsys) -> None:
     assert code == 0, out
 
 
+def test_sigterm_to_a_collections_process_group_is_an_interrupt_not_a_dead_worker(tmp_path: Path, capsys) -> None:
+    """A job's SIGTERM reaches its workers too (a shell's kill -- -PGID, a scheduler's stop): the run says it was
+    interrupted and keeps its complete episodes, never blames a dead worker."""
+    root = tmp_path / "ds"
+    proc = subprocess.Popen([sys.executable, str(REPO / "collect_dataset.py"), "--policy", "random", "--episodes",
+                             "100", "--keep-failures", "--max-steps", "50", "--workers", "2", "--output", str(root)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    first_episode = staging.partial_path(root) / "data/chunk-000/file-000.parquet"
+    deadline = time.monotonic() + HANG_S
+    while not first_episode.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 130 and "continue with --resume" in err and "died" not in err, err
+    code, out, _ = run(["--verify", str(root)], capsys)
+    assert code == 0, out
+
+
 @pytest.mark.parametrize(("names", "use_video", "prepared"), [
     (("lerobot", "rlds"), True, {"image_stats", "png_frames"}),
     (("lerobot-v2.1",), False, {"image_stats", "png_frames"}),
