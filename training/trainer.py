@@ -260,9 +260,11 @@ class Trainer:
         progress.set_postfix({"ETA": eta_text(progress.n, progress.total, learning_from, clock_time)})
         try:
             while not self.finished():
-                if not self.run_episode():
+                complete = self.run_episode()  # one cut short counts its steps on the bar, not as an episode
+                progress.update(min(counters.global_step, cfg.max_env_steps) - progress.n if by_steps
+                                else int(complete))
+                if not complete:
                     break
-                progress.update(min(counters.global_step, cfg.max_env_steps) - progress.n if by_steps else 1)
                 now = time.perf_counter()
                 progress.set_postfix({"ETA": eta_text(progress.n, progress.total, learning_from, now),
                                       "ep" if by_steps else "step":

@@ -43,9 +43,9 @@ def test_a_bad_pair_among_several_is_one_line_and_exit_2(tmp_path):
 
 def test_progress_counts_env_steps_when_the_step_cap_ends_the_run(tmp_path):
     by_steps = run_script("train.py", "--set", *folders(tmp_path / "a"), *TINY, "episodes=1000",
-                          "max_env_steps=600", "checkpoint_every=1000")
+                          "max_env_steps=450", "checkpoint_every=1000")  # the cap ends the second episode
     assert by_steps.returncode == 0, by_steps.stderr
-    assert "600/600" in by_steps.stderr and "success100=" in by_steps.stderr
+    assert "450/450" in by_steps.stderr and "success100=" in by_steps.stderr
     by_episodes = run_script("train.py", "--set", *folders(tmp_path / "b"), *TINY, "episodes=2")
     assert by_episodes.returncode == 0, by_episodes.stderr
     assert "2/2" in by_episodes.stderr and "/1.00M" not in by_episodes.stderr
