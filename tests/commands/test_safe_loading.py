@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 import torch
 import zarr
-from conftest import child_env, collect_tiny, one_error, run, run_script, tree
+from conftest import collect_tiny, one_error, run, tree
 
 import collect_dataset
+import dataset_report
+import edit_dataset
 import evaluate
 import train
 from common.files import UnsafeCheckpointError, load_file
@@ -116,9 +118,11 @@ def test_a_judge_jobs_training_checkpoint_that_runs_code_is_never_loaded(tmp_pat
     assert not marker.exists()
 
 
-def test_a_zarr_array_that_unpickles_code_is_never_decoded_even_where_numcodecs_allows_it(tmp_path: Path) -> None:
-    """numcodecs decodes a Pickle-coded array only when NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE is set; a user who set it
-    for another project must still be safe with our commands: the dtypes and codecs are checked before any chunk."""
+def test_a_zarr_array_that_unpickles_code_is_never_decoded_even_where_numcodecs_allows_it(
+        tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """numcodecs decodes a Pickle-coded array only when NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE was set as it was
+    imported; a user who set it for another project must still be safe with our commands: the dtypes and codecs are
+    checked before any chunk is read."""
     root = collect_tiny(tmp_path / "ds", 4, "zarr")
     marker = tmp_path / "marker"
     group = zarr.open_group(str(root), mode="a")
@@ -128,11 +132,11 @@ def test_a_zarr_array_that_unpickles_code_is_never_decoded_even_where_numcodecs_
                          object_codec=numcodecs.Pickle())
     manifest.write(root)  # a stranger's dataset, its checksums in order
     before = tree(tmp_path)
-    env = {**child_env(), "NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE": "1"}
-    for script, *argv in (("collect_dataset.py", "--verify", str(root)), ("dataset_report.py", str(root)),
-                          ("edit_dataset.py", "select", str(root), "--episodes", "0:1", "--output",
-                           str(tmp_path / "out"))):
-        result = run_script(script, *argv, env=env)
-        assert not marker.exists(), f"{script} ran the array's code"
-        assert result.returncode == 2 and "episode_ends" in one_error(result.stderr), (script, result.stderr)
+    monkeypatch.setattr(numcodecs.pickles, "ALLOW_UNSAFE_PICKLE_DECODE", True)  # what the variable sets
+    for main, argv in ((collect_dataset.main, ["--verify", str(root)]), (dataset_report.main, [str(root)]),
+                       (edit_dataset.main, ["select", str(root), "--episodes", "0:1", "--output",
+                                            str(tmp_path / "out")])):
+        code, _, err = run(main, argv, capsys)
+        assert not marker.exists(), f"{main.__module__} ran the array's code"
+        assert code == 2 and "episode_ends" in one_error(err), (main.__module__, err)
     assert tree(tmp_path) == before
