@@ -83,12 +83,10 @@ def colour_named(sentence: str) -> str | None:
     return found[0] if found else None
 
 
-def for_level(sentences: list[str] | tuple[str, ...] | None, level: str) -> list[str] | None:
+def for_level(sentences: list[str] | tuple[str, ...], level: str) -> list[str]:
     """`sentences` in the words a look at `level` allows: our paraphrases become their colour-free twins under a
     level that redraws colours (index for index, so every episode keeps its sentence, said without colours); any
     other set is returned as it is (a user's sentences are theirs to change)."""
-    if sentences is None:
-        return None
     return list(COLOUR_FREE) if level != "none" and tuple(sentences) == PARAPHRASES else list(sentences)
 
 
